@@ -1,0 +1,65 @@
+// Decision tables: per collective type, a (algorithm, protocol, nChannels | keep NCCL's) for every
+// message size. Built once off the hot path, then published as an immutable snapshot; lookup is O(1).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "adaptive/buckets.h"
+#include "adaptive/types.h"
+
+namespace wirewise {
+
+// A rule covers [minBytes, maxBytes] (both inclusive) of one collective (or every one, coll == kAny).
+struct TableRule {
+  int coll = kAny;
+  uint64_t minBytes = 0;
+  uint64_t maxBytes = UINT64_MAX;
+  Decision decision;
+  friend bool operator==(const TableRule&, const TableRule&) = default;
+};
+
+class DecisionTable {
+ public:
+  // The first rule that covers a size wins, as in NCCL's example tuner. Rules may start and end
+  // anywhere: a bucket cut by a rule edge keeps an exact (tiny) list of sub-ranges.
+  static std::shared_ptr<const DecisionTable> build(std::span<const TableRule> rules, std::string reason);
+  static std::shared_ptr<const DecisionTable> neutral();  // keeps NCCL's choice everywhere
+
+  // Hot path: no allocation, no locks; bounded work.
+  Decision lookup(int collType, uint64_t nBytes) const noexcept;
+
+  // Maximal ranges with one decision each, in order, per collective: what the log and the CLI show.
+  std::vector<TableRule> ranges() const;
+  bool isNeutral() const { return neutral_; }
+  const std::string& reason() const { return reason_; }
+  uint64_t digest() const { return digest_; }  // FNV-1a over ranges(); equal tables, equal digests
+
+ private:
+  struct Cell {
+    Decision decision;  // used when splitCount == 0
+    uint16_t splitBegin = 0;
+    uint16_t splitCount = 0;
+  };
+  struct Split {
+    uint64_t minBytes, maxBytes;
+    Decision decision;
+  };
+  Cell cells_[kNumCollTypes][SizeBuckets::kCount];
+  std::vector<Split> splits_;
+  std::string reason_;
+  uint64_t digest_ = 0;
+  bool neutral_ = true;
+};
+
+// Applies a decision to NCCL's cost table, never enabling an entry NCCL disabled (-1.0 or >= 3.6e9).
+// algo/proto both set: that entry becomes 0.0 (the strict minimum); one set: the cheapest enabled entry
+// of that algorithm/protocol by NCCL's own costs; neither: table untouched. If the wanted entry is
+// disabled, nothing changes at all (nChannels included): NCCL's choice stands for that call.
+// Returns true when the table or *nChannels changed.
+bool applyDecision(const Decision& d, CostTableView table, int* nChannels) noexcept;
+
+}  // namespace wirewise

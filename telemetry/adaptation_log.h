@@ -1,0 +1,50 @@
+// The adaptation log: JSON lines (schema in docs/adaptation-log.md), one event per line, written by a
+// background thread. post() never blocks on I/O: it copies the line into a bounded queue and drops
+// (and counts) when the queue is full, so a slow disk can never stall a rank.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace wirewise {
+
+class AdaptationLog {
+ public:
+  // path "" disables the log (post() is then a no-op). Creates parent directories as needed. An
+  // unopenable path disables the log; ok() tells, error() says why.
+  AdaptationLog(std::string path, size_t maxQueuedLines);
+  ~AdaptationLog();  // flushes what is queued, then joins the writer
+  AdaptationLog(const AdaptationLog&) = delete;
+  AdaptationLog& operator=(const AdaptationLog&) = delete;
+
+  // Adds "v" (schema version), "ts" (wall-clock ISO-8601 with ms) and "pid" and queues the line.
+  void post(nlohmann::json event);
+  void flush();  // waits until everything queued so far is written
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+  const std::string& path() const { return path_; }
+  uint64_t dropped() const;
+  static constexpr int kSchemaVersion = 1;
+
+ private:
+  void run();
+  std::string path_;
+  size_t maxQueued_;
+  bool ok_ = false;
+  std::string error_;
+  std::FILE* file_ = nullptr;
+  mutable std::mutex mu_;
+  std::condition_variable cv_, drained_;
+  std::deque<std::string> queue_;
+  uint64_t dropped_ = 0, posted_ = 0, written_ = 0;
+  bool stop_ = false;
+  std::thread writer_;
+};
+
+}  // namespace wirewise

@@ -1,0 +1,47 @@
+// Turns CollSamples into periodic summaries per (collective, size bucket, algorithm, protocol,
+// channels): count, p50/p99 time and nccl-tests bus bandwidth. Runs on the background thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "telemetry/coll_sample.h"
+
+namespace wirewise {
+
+// nccl-tests' busbw factor for nRanks ranks: AllReduce 2(n-1)/n; AllGather, ReduceScatter (n-1)/n;
+// Broadcast, Reduce 1. `bytes` is what the tuner saw (for AllGather/ReduceScatter the total buffer).
+double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks) noexcept;
+
+struct SummaryRow {
+  int coll = -1;
+  int bucket = 0;
+  int algo = -1, proto = -1, nChannels = 0;
+  uint64_t count = 0;
+  uint64_t bytesMin = 0, bytesMax = 0;
+  double p50Us = 0, p99Us = 0;
+  double busBwGBs = 0;  // at the median time and the mean size
+};
+
+class Aggregator {
+ public:
+  explicit Aggregator(int nRanks) : nRanks_(nRanks) {}
+  void add(const CollSample& s);
+  // Rows for everything added since the last call, sorted by (coll, bucket, algo, proto, channels);
+  // then starts a new interval. Memory is bounded by the number of distinct keys x a sample cap.
+  std::vector<SummaryRow> takeSummary();
+
+ private:
+  using Key = std::tuple<int, int, int, int, int>;
+  struct Acc {
+    std::vector<uint32_t> durationsNs;  // capped at kMaxSamplesPerKey by reservoir-free decimation
+    uint64_t count = 0, bytesSum = 0, bytesMin = UINT64_MAX, bytesMax = 0;
+  };
+  static constexpr size_t kMaxSamplesPerKey = 4096;
+  int nRanks_;
+  std::map<Key, Acc> acc_;
+};
+
+}  // namespace wirewise

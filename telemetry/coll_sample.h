@@ -1,0 +1,18 @@
+// One completed collective as measured by the profiler face: GPU-timed, per rank.
+#pragma once
+
+#include <cstdint>
+
+namespace wirewise {
+
+struct CollSample {
+  uint64_t seqNumber = 0;   // NCCL's per-collective-type sequence number
+  uint64_t bytes = 0;       // count x sizeof(datatype): the message size NCCL's tuner saw
+  uint64_t durationNs = 0;  // max over channels of (KernelCh stop - start), GPU timer
+  int8_t coll = -1;         // CollType value, -1 if unknown
+  int8_t algo = -1;         // NCCL_ALGO_* index, -1 if unknown
+  int8_t proto = -1;        // NCCL_PROTO_* index, -1 if unknown
+  uint8_t nChannels = 0;
+};
+
+}  // namespace wirewise
