@@ -16,7 +16,9 @@ struct SizeBuckets {
 
   // O(1): a count-leading-zeros and two shifts. No tables, no branches on data beyond clamping.
   static int index(uint64_t nBytes) noexcept;
-  // Smallest size in bucket i (0 for bucket 0). upperEdge(i) == lowerEdge(i + 1); the last is UINT64_MAX.
+  // Smallest size in bucket i (0 for bucket 0). upperEdge(i) == lowerEdge(i + 1) (exclusive); the last
+  // bucket has no representable exclusive end, so upperEdge(kCount - 1) == UINT64_MAX (inclusive there).
+  // i is clamped to [0, kCount - 1].
   static uint64_t lowerEdge(int i) noexcept;
   static uint64_t upperEdge(int i) noexcept;
 };

@@ -21,8 +21,8 @@ struct ConfigRule {
 
 struct ConfigProblem {
   std::string file;
-  int line = 0;  // 0: the file as a whole
-  std::string reason;
+  int line = 0;  // 0: the file as a whole; JSON: the rule's index + 1 (a syntax error: its text line)
+  std::string reason;  // printable ASCII only: user text is quoted with \xNN escapes and cut short
   bool warningOnly = false;  // accepted, but the user should know (e.g. numPipeOps ignored)
 };
 
@@ -33,10 +33,22 @@ struct ParsedConfig {
   std::vector<ConfigProblem> problems;
 };
 
+inline constexpr size_t kMaxConfigBytes = size_t{16} << 20;
+
+// Never throw. An unreadable (or over 16 MiB) file gives one problem with line 0 and no rules.
 ParsedConfig parseConfigFile(const std::string& path);
-ParsedConfig parseConfigText(std::string_view text, std::string_view sourceName);  // detects the format
+// JSON when the first non-blank character (after an optional UTF-8 BOM) is '{', NCCL's CSV otherwise.
+ParsedConfig parseConfigText(std::string_view text, std::string_view sourceName);
+// The two formats directly, when the caller already knows which one it has.
+ParsedConfig parseCsvConfig(std::string_view text, std::string_view sourceName);
+ParsedConfig parseJsonConfig(std::string_view text, std::string_view sourceName);
 
 // The rules that apply to a communicator of this shape (both rank-invariant), in file order.
 std::vector<TableRule> rulesForComm(const ParsedConfig& cfg, uint64_t nRanks, uint64_t nNodes);
+
+namespace config_detail {
+// User text made safe for a problem's reason: 'quoted', non-printable bytes as \xNN, at most maxLen bytes.
+std::string quote(std::string_view s, size_t maxLen = 40);
+}  // namespace config_detail
 
 }  // namespace wirewise

@@ -38,6 +38,9 @@ struct CollRequest {
   size_t nBytes = 0;
   int numPipeOps = 1;  // rank-local in principle: never a decision key
   int regBuff = 0;     // rank-local: never a decision key
+  // False for tuner v2, whose cost table the shim has to invent: then only fully specified
+  // (algorithm, protocol) decisions apply, never "cheapest of ..." ones.
+  bool costsKnown = true;
 };
 
 // NCCL's cost table: a flat float[numAlgo][numProto] (µs) that NCCL passes cast to float**.
@@ -56,6 +59,7 @@ class CostTableView {
     return v >= 0.0f && v < kExcluded;
   }
   float get(int a, int p) const { return cells_[a * numProto_ + p]; }
+  float* data() const { return cells_; }  // row-major, numAlgo x numProto
   void set(int a, int p, float v) { cells_[a * numProto_ + p] = v; }
   static constexpr float kExcluded = 3.6e9f;
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdio>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -23,13 +24,17 @@ class AdaptationLog {
   AdaptationLog(const AdaptationLog&) = delete;
   AdaptationLog& operator=(const AdaptationLog&) = delete;
 
-  // Adds "v" (schema version), "ts" (wall-clock ISO-8601 with ms) and "pid" and queues the line.
-  void post(nlohmann::json event);
+  // Adds "v" (schema version), "ts" (wall-clock ISO-8601 UTC with ms) and "pid" (overriding any the
+  // caller set) and queues the line. A non-object event is wrapped as {"payload": event}. Never throws;
+  // a line that cannot be built or queued counts as dropped. Lines dropped because the queue was full
+  // are reported by the writer in a {"event":"log_dropped","count":N} line once it catches up.
+  void post(nlohmann::json event) noexcept;
   void flush();  // waits until everything queued so far is written
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }
   const std::string& path() const { return path_; }
   uint64_t dropped() const;
+  uint64_t written() const;  // posted lines written so far (log_dropped notes not counted)
   static constexpr int kSchemaVersion = 1;
 
  private:
@@ -42,7 +47,7 @@ class AdaptationLog {
   mutable std::mutex mu_;
   std::condition_variable cv_, drained_;
   std::deque<std::string> queue_;
-  uint64_t dropped_ = 0, posted_ = 0, written_ = 0;
+  uint64_t dropped_ = 0, reportedDropped_ = 0, posted_ = 0, written_ = 0;
   bool stop_ = false;
   std::thread writer_;
 };

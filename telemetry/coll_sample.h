@@ -7,7 +7,7 @@ namespace wirewise {
 
 struct CollSample {
   uint64_t seqNumber = 0;   // NCCL's per-collective-type sequence number
-  uint64_t bytes = 0;       // count x sizeof(datatype): the message size NCCL's tuner saw
+  uint64_t bytes = 0;       // count x sizeof(datatype) (x nRanks for AllGather/ReduceScatter): the tuner's nBytes
   uint64_t durationNs = 0;  // max over channels of (KernelCh stop - start), GPU timer
   int8_t coll = -1;         // CollType value, -1 if unknown
   int8_t algo = -1;         // NCCL_ALGO_* index, -1 if unknown

@@ -5,6 +5,17 @@
 // construction; when a pool is empty the event is dropped (null handle) and counted. Completed
 // samples go into a bounded lock-free ring that one consumer (the runtime's background thread)
 // drains; a full ring drops and counts too. Nothing here allocates, locks or logs after construction.
+//
+// Completion: a Coll stop only means "enqueued". A collective is complete once its Coll was stopped
+// and nChannels KernelCh events have stopped; its time is max(channel stop) - min(channel start) on
+// the GPU clock. Channels with a stop of 0 or before their start are counted but not timed.
+//
+// Handles are slot addresses tagged with 22 bits of the slot's generation (in the 6 low bits of the
+// 64-byte aligned slots and the top 16 address bits), so a late stop for a recycled slot is
+// recognised and ignored. Handles are opaque: never dereference one. NCCL's stopEvent and
+// recordEventState carry no context: ownerOf() finds the sink from a handle. Toggle ncclProfileColl
+// and ncclProfileKernelCh together: a Coll started without KernelCh events never completes and is
+// only recycled once stale.
 #pragma once
 
 #include <atomic>
@@ -18,16 +29,22 @@
 namespace wirewise {
 
 struct SinkCounters {
-  uint64_t collsStarted = 0;
-  uint64_t samplesEmitted = 0;
-  uint64_t droppedPoolExhausted = 0;  // events refused: no free slot
+  uint64_t collsStarted = 0;          // Coll events that got a slot
+  uint64_t samplesEmitted = 0;        // samples pushed into the ring
+  uint64_t droppedPoolExhausted = 0;  // events refused: no free slot (Coll or KernelCh)
   uint64_t droppedRingFull = 0;       // completed samples lost: consumer too slow
-  uint64_t droppedIncomplete = 0;     // collectives recycled before all channels reported
-  uint64_t orphanEvents = 0;          // KernelCh with a null or foreign parent
+  uint64_t droppedIncomplete = 0;     // collectives recycled while stale, or missing a KernelCh slot
+  uint64_t orphanEvents = 0;          // KernelCh with a null/foreign/recycled parent, or one too many
+  uint64_t unsampled = 0;             // completed without a usable sample: no timed channel, unknown
+                                      // func or datatype
 };
+// Every started Coll ends in exactly one of: samplesEmitted, droppedRingFull, droppedIncomplete,
+// unsampled, or is still in flight (collsInFlight()).
 
 class EventSink {
  public:
+  // collPoolSize Coll slots, 4x as many KernelCh slots, a ring of ringSize samples (rounded up to a
+  // power of two). All memory is allocated here.
   EventSink(uint64_t commId, int rank, int nRanks, size_t collPoolSize, size_t ringSize);
   ~EventSink();
   EventSink(const EventSink&) = delete;
@@ -41,6 +58,12 @@ class EventSink {
   // Single consumer: moves up to `max` samples into out; returns how many.
   size_t drain(CollSample* out, size_t max) noexcept;
   SinkCounters counters() const noexcept;
+  // Slots currently taken (O(pool size); for finalize-time checks and tests).
+  size_t collsInFlight() const noexcept;
+  size_t channelsInFlight() const noexcept;
+
+  // The sink that issued a non-null handle (null for null). The sink must still be alive.
+  static EventSink* ownerOf(void* handle) noexcept;
 
   uint64_t commId() const { return commId_; }
   int rank() const { return rank_; }
@@ -55,8 +78,10 @@ class EventSink {
 };
 
 // Bytes per element for NCCL's datatype names ("ncclFloat32", "ncclBfloat16", ...); 0 if unknown.
+// Note: NCCL 2.28's ncclDatatypeToString has no case for ncclUint8 and reports it as "Unknown".
 int datatypeSize(const char* name) noexcept;
 // NCCL's algo/proto/func strings ("RING", "LL128", "AllReduce") to our indices; -1 if unknown.
+// Case-insensitive. collIndexFromName knows only the five tuner collectives (CollType values).
 int algoIndexFromName(const char* name) noexcept;
 int protoIndexFromName(const char* name) noexcept;
 int collIndexFromName(const char* name) noexcept;

@@ -1,0 +1,147 @@
+#include "adaptive/decision_table.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+
+namespace wirewise {
+namespace {
+
+// Sub-ranges at or below this count are scanned linearly; more (only with pathological rule sets) are
+// binary-searched, so lookup stays bounded whatever the configuration.
+constexpr uint32_t kLinearScanMax = 8;
+
+void fnv(uint64_t& h, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 0x100000001b3ULL;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const DecisionTable> DecisionTable::build(std::span<const TableRule> rules, std::string reason) {
+  std::shared_ptr<DecisionTable> t(new DecisionTable());
+  t->reason_ = std::move(reason);
+  for (int c = 0; c < kNumCollTypes; ++c) t->buildColl(c, rules);
+  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a offset basis; the digest of the neutral table
+  auto rs = t->ranges();
+  for (const TableRule& r : rs) {
+    // Serialised field by field, little-endian, so the digest is independent of padding and host.
+    fnv(h, static_cast<uint32_t>(r.coll), 4);
+    fnv(h, r.minBytes, 8);
+    fnv(h, r.maxBytes, 8);
+    fnv(h, static_cast<uint8_t>(r.decision.algo), 1);
+    fnv(h, static_cast<uint8_t>(r.decision.proto), 1);
+    fnv(h, static_cast<uint8_t>(r.decision.nChannels), 1);
+  }
+  t->digest_ = h;
+  t->neutral_ = rs.empty();
+  return t;
+}
+
+// Sweep over the elementary intervals between all edges (bucket edges and rule edges). Within one
+// interval every rule either covers all of it or none of it, so its decision is the lowest-index rule
+// active at its start: a min-heap of active rule indices, dropping rules that ended (lazily).
+void DecisionTable::buildColl(int coll, std::span<const TableRule> rules) {
+  std::vector<uint32_t> byStart;
+  std::vector<uint64_t> edges;
+  for (int b = 0; b < SizeBuckets::kCount; ++b) edges.push_back(SizeBuckets::lowerEdge(b));
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const TableRule& r = rules[i];
+    if ((r.coll != coll && r.coll != kAny) || r.minBytes > r.maxBytes) continue;
+    byStart.push_back(static_cast<uint32_t>(i));
+    edges.push_back(r.minBytes);
+    if (r.maxBytes != UINT64_MAX) edges.push_back(r.maxBytes + 1);
+  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  std::stable_sort(byStart.begin(), byStart.end(),
+                   [&](uint32_t a, uint32_t b) { return rules[a].minBytes < rules[b].minBytes; });
+
+  // Merged pieces of the whole byte axis, each inside one bucket (bucket edges are among the edges).
+  std::vector<Split> pieces;
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> active;
+  size_t next = 0;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    uint64_t lo = edges[e];
+    uint64_t hi = e + 1 < edges.size() ? edges[e + 1] - 1 : UINT64_MAX;
+    while (next < byStart.size() && rules[byStart[next]].minBytes <= lo) active.push(byStart[next++]);
+    while (!active.empty() && rules[active.top()].maxBytes < lo) active.pop();
+    Decision d = active.empty() ? Decision{} : rules[active.top()].decision;
+    bool sameBucket = !pieces.empty() && SizeBuckets::index(pieces.back().minBytes) == SizeBuckets::index(lo);
+    if (sameBucket && pieces.back().decision == d) {
+      pieces.back().maxBytes = hi;
+    } else {
+      pieces.push_back(Split{lo, hi, d});
+    }
+  }
+  for (size_t i = 0; i < pieces.size();) {
+    int b = SizeBuckets::index(pieces[i].minBytes);
+    size_t j = i + 1;
+    while (j < pieces.size() && SizeBuckets::index(pieces[j].minBytes) == b) ++j;
+    Cell& cell = cells_[coll][b];
+    if (j - i == 1) {
+      cell = Cell{pieces[i].decision, 0, 0};
+    } else {
+      cell = Cell{Decision{}, static_cast<uint32_t>(splits_.size()), static_cast<uint32_t>(j - i)};
+      splits_.insert(splits_.end(), pieces.begin() + static_cast<std::ptrdiff_t>(i),
+                     pieces.begin() + static_cast<std::ptrdiff_t>(j));
+    }
+    i = j;
+  }
+}
+
+std::shared_ptr<const DecisionTable> DecisionTable::neutral() {
+  // Immutable and shared: every comm without a table points here.
+  static const std::shared_ptr<const DecisionTable> kNeutral = build({}, "neutral");
+  return kNeutral;
+}
+
+Decision DecisionTable::lookup(int collType, uint64_t nBytes) const noexcept {
+  if (collType < 0 || collType >= kNumCollTypes) return Decision{};
+  const Cell& cell = cells_[collType][SizeBuckets::index(nBytes)];
+  if (cell.splitCount == 0) return cell.decision;
+  const Split* first = splits_.data() + cell.splitBegin;
+  const Split* last = first + cell.splitCount;  // pieces cover the bucket: the answer is in [first, last)
+  if (cell.splitCount <= kLinearScanMax) {
+    for (const Split* s = first; s + 1 < last; ++s) {
+      if (nBytes <= s->maxBytes) return s->decision;
+    }
+    return (last - 1)->decision;
+  }
+  const Split* s = std::upper_bound(first, last, nBytes, [](uint64_t n, const Split& x) { return n < x.minBytes; });
+  return (s - 1)->decision;
+}
+
+std::vector<TableRule> DecisionTable::ranges() const {
+  std::vector<TableRule> out;
+  for (int c = 0; c < kNumCollTypes; ++c) {
+    std::vector<TableRule> merged;
+    auto add = [&](uint64_t lo, uint64_t hi, Decision d) {
+      if (!merged.empty() && merged.back().decision == d) {
+        merged.back().maxBytes = hi;
+      } else {
+        merged.push_back(TableRule{c, lo, hi, d});
+      }
+    };
+    for (int b = 0; b < SizeBuckets::kCount; ++b) {
+      const Cell& cell = cells_[c][b];
+      if (cell.splitCount == 0) {
+        uint64_t hi = b == SizeBuckets::kCount - 1 ? UINT64_MAX : SizeBuckets::upperEdge(b) - 1;
+        add(SizeBuckets::lowerEdge(b), hi, cell.decision);
+        continue;
+      }
+      for (uint32_t k = 0; k < cell.splitCount; ++k) {
+        const Split& s = splits_[cell.splitBegin + k];
+        add(s.minBytes, s.maxBytes, s.decision);
+      }
+    }
+    for (const TableRule& r : merged) {
+      if (!r.decision.keepsNccl()) out.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace wirewise

@@ -1,0 +1,37 @@
+// Tuner interface v5 (NCCL 2.28.3+, tried first): convert NCCL's arguments and call the core.
+#include "plugin/export.h"
+#include "plugin/nccl/tuner.h"
+#include "runtime/tuner_core.h"
+
+namespace {
+
+ncclResult_t init(void** context, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction,
+                  ncclNvlDomainInfo_v5_t* nvlDomainInfo, ncclTunerConstants_v5_t* /*constants: NCCL's own stand*/) {
+  wirewise::TunerInitArgs args;
+  args.abiVersion = 5;
+  args.hasCommId = true;
+  args.commId = commId;
+  args.nRanks = nRanks;
+  args.nNodes = nNodes;
+  args.logger = logFunction;
+  if (nvlDomainInfo != nullptr) {
+    args.nNvlDomains = nvlDomainInfo->nNvlDomains;
+    args.minRanksPerNvlDomain = nvlDomainInfo->minRanksPerNvlDomain;
+    args.maxRanksPerNvlDomain = nvlDomainInfo->maxRanksPerNvlDomain;
+  }
+  return wirewise::tunerInit(args, context);
+}
+
+ncclResult_t getCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
+                         int numAlgo, int numProto, int regBuff, int* nChannels) {
+  // collCostTable is a flat float[numAlgo][numProto] that NCCL casts to float**.
+  wirewise::CostTableView table(reinterpret_cast<float*>(collCostTable), numAlgo, numProto);
+  return wirewise::tunerGetCollInfo(context, {static_cast<int>(collType), nBytes, numPipeOps, regBuff, true}, table,
+                                    nChannels);
+}
+
+ncclResult_t finalize(void* context) { return wirewise::tunerFinalize(context); }
+
+}  // namespace
+
+extern "C" WW_EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {WW_PLUGIN_NAME, init, getCollInfo, finalize};

@@ -1,0 +1,196 @@
+#include "runtime/runtime.h"
+
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "runtime/log.h"
+
+namespace wirewise {
+namespace {
+
+// Guarded by gMu. Heap-allocated on purpose: no static destructor races the background thread at exit.
+std::mutex gMu;
+Runtime* gRuntime = nullptr;
+int gRefs = 0;
+
+constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
+
+std::string hostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  return buf;
+}
+
+const char* modeName(Mode m) { return m == Mode::Apply ? "apply" : m == Mode::Observe ? "observe" : "off"; }
+
+// At unload or exit with comms never finalized: stop the thread while its code is still mapped.
+__attribute__((destructor)) void stopAtUnload() {
+  std::lock_guard<std::mutex> lock(gMu);
+  if (gRuntime != nullptr) gRuntime->stopThread();
+}
+
+}  // namespace
+
+std::string Runtime::hexId(uint64_t id) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, id);
+  return buf;
+}
+
+Runtime* Runtime::acquire(const EnvSource& env) {
+  std::lock_guard<std::mutex> lock(gMu);
+  if (gRuntime == nullptr) gRuntime = new Runtime(env);
+  ++gRefs;
+  return gRuntime;
+}
+
+void Runtime::release() {
+  Runtime* dead = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(gMu);
+    if (gRefs == 0) return;
+    if (--gRefs == 0) {
+      dead = gRuntime;
+      gRuntime = nullptr;
+    }
+  }
+  delete dead;
+}
+
+int Runtime::references() {
+  std::lock_guard<std::mutex> lock(gMu);
+  return gRefs;
+}
+
+Runtime::Runtime(const EnvSource& env)
+    : host_(hostName()),
+      log_((
+               [&] {
+                 std::vector<std::string> warnings;
+                 settings_ = readSettings(env, host_, static_cast<long>(getpid()), &warnings);
+                 for (const auto& w : warnings) WW_WARN(NCCL_INIT | NCCL_ENV, "%s", w.c_str());
+                 return settings_.logPath;
+               }()),
+           static_cast<size_t>(settings_.logQueue)) {
+  if (!settings_.logPath.empty() && !log_.ok())
+    WW_WARN(NCCL_INIT, "cannot write the adaptation log at %s (%s); set WIREWISE_LOG to a writable path or 'none'",
+            settings_.logPath.c_str(), log_.error().c_str());
+
+  nlohmann::json settingsJson = {{"WIREWISE_MODE", modeName(settings_.mode)},
+                                 {"WIREWISE_CONFIG", settings_.config},
+                                 {"WIREWISE_LOG", settings_.logPath},
+                                 {"WIREWISE_SUMMARY_MS", std::to_string(settings_.summaryMs)},
+                                 {"WIREWISE_EVENT_POOL", std::to_string(settings_.eventPool)},
+                                 {"WIREWISE_LOG_QUEUE", std::to_string(settings_.logQueue)}};
+  log_.post({{"event", "plugin_start"}, {"version", WIREWISE_VERSION}, {"host", host_}, {"settings", settingsJson}});
+  WW_INFO(NCCL_INIT, "version %s, mode %s, log %s", WIREWISE_VERSION, modeName(settings_.mode),
+          settings_.logPath.empty() ? "disabled" : settings_.logPath.c_str());
+
+  if (!settings_.config.empty()) {
+    config_ = parseConfigFile(settings_.config);
+    for (const auto& p : config_.problems) {
+      if (p.warningOnly)
+        WW_INFO(NCCL_INIT | NCCL_TUNING, "%s:%d: %s", p.file.c_str(), p.line, p.reason.c_str());
+      else
+        WW_WARN(NCCL_INIT | NCCL_TUNING, "%s:%d: %s (line skipped)", p.file.c_str(), p.line, p.reason.c_str());
+      log_.post({{"event", "config_problem"},
+                 {"file", p.file},
+                 {"line", p.line},
+                 {"reason", p.reason},
+                 {"warning", p.warningOnly}});
+    }
+  }
+  lastSummary_ = std::chrono::steady_clock::now();
+  thread_ = std::thread([this] { run(); });
+}
+
+Runtime::~Runtime() {
+  stopThread();
+  log_.post({{"event", "plugin_stop"}, {"log_dropped", log_.dropped()}});
+  // log_'s destructor flushes and joins its writer.
+}
+
+void Runtime::stopThread() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Runtime::addSink(EventSink* sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sinks_.push_back(std::make_unique<Tracked>(Tracked{sink, Aggregator(sink->nRanks()), {}}));
+}
+
+void Runtime::removeSink(EventSink* sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = sinks_.begin(); it != sinks_.end(); ++it) {
+    if ((*it)->sink != sink) continue;
+    drainLocked(**it);
+    auto elapsed = std::chrono::steady_clock::now() - lastSummary_;
+    summarizeLocked(**it, std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count());
+    sinks_.erase(it);
+    return;
+  }
+}
+
+void Runtime::drainLocked(Tracked& t) {
+  CollSample buf[256];
+  for (;;) {
+    size_t n = t.sink->drain(buf, 256);
+    for (size_t i = 0; i < n; ++i) t.agg.add(buf[i]);
+    if (n < 256) break;
+  }
+}
+
+void Runtime::summarizeLocked(Tracked& t, int64_t intervalMs) {
+  std::vector<SummaryRow> rows = t.agg.takeSummary();
+  SinkCounters c = t.sink->counters();
+  uint64_t pool = c.droppedPoolExhausted - t.reported.droppedPoolExhausted;
+  uint64_t ring = c.droppedRingFull - t.reported.droppedRingFull;
+  uint64_t incomplete = c.droppedIncomplete - t.reported.droppedIncomplete;
+  uint64_t orphan = c.orphanEvents - t.reported.orphanEvents;
+  t.reported = c;
+  if (rows.empty() && pool + ring + incomplete + orphan == 0) return;
+  nlohmann::json jr = nlohmann::json::array();
+  for (const auto& r : rows) {
+    jr.push_back({{"coll", r.coll >= 0 ? std::string(collName(static_cast<CollType>(r.coll))) : "unknown"},
+                  {"bucket", r.bucket},
+                  {"min_bytes", r.bytesMin},
+                  {"max_bytes", r.bytesMax},
+                  {"algo", std::string(algoName(r.algo))},
+                  {"proto", std::string(protoName(r.proto))},
+                  {"channels", r.nChannels},
+                  {"count", r.count},
+                  {"p50_us", r.p50Us},
+                  {"p99_us", r.p99Us},
+                  {"busbw_gbs", r.busBwGBs}});
+  }
+  log_.post({{"event", "summary"},
+             {"comm", hexId(t.sink->commId())},
+             {"rank", t.sink->rank()},
+             {"interval_ms", intervalMs},
+             {"rows", jr},
+             {"drops", {{"pool", pool}, {"ring", ring}, {"incomplete", incomplete}, {"orphan", orphan}}}});
+}
+
+void Runtime::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, kDrainPeriod);
+    for (auto& t : sinks_) drainLocked(*t);
+    auto now = std::chrono::steady_clock::now();
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastSummary_).count();
+    if (elapsed >= settings_.summaryMs) {
+      for (auto& t : sinks_) summarizeLocked(*t, elapsed);
+      lastSummary_ = now;
+    }
+  }
+}
+
+}  // namespace wirewise

@@ -1,0 +1,77 @@
+// The process-wide runtime: settings (read once), the parsed static configuration, the adaptation
+// log, and the background thread that drains profiler sinks into summaries.
+//
+// Created by the first tuner or profiler init of the process and destroyed after the last finalize.
+// NCCL 2.28 may never dlclose the tuner (and may never finalize a comm at exit), so a library
+// destructor also stops the thread if the runtime is still alive at unload or exit.
+// Nothing here is touched by getCollInfo or the profiler callbacks.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "adaptive/config.h"
+#include "runtime/settings.h"
+#include "telemetry/adaptation_log.h"
+#include "telemetry/aggregator.h"
+#include "telemetry/event_sink.h"
+
+namespace wirewise {
+
+class Runtime {
+ public:
+  // Takes a reference, creating the runtime on first use. env is used only when it is created.
+  static Runtime* acquire(const EnvSource& env = processEnv());
+  // Drops a reference; the last one destroys the runtime (joins its thread, flushes the log).
+  static void release();
+  // For tests and the CLI: number of live references (0 when no runtime exists).
+  static int references();
+
+  const Settings& settings() const { return settings_; }
+  const ParsedConfig& config() const { return config_; }
+  const std::string& host() const { return host_; }
+  void event(nlohmann::json ev) { log_.post(std::move(ev)); }
+  void flushLog() { log_.flush(); }
+
+  // Profiler sinks whose samples the background thread aggregates into "summary" events.
+  void addSink(EventSink* sink);
+  // Final drain and summary for this sink, then forgets it; the caller may delete it afterwards.
+  void removeSink(EventSink* sink);
+
+  static std::string hexId(uint64_t id);
+
+  ~Runtime();
+  void stopThread();  // idempotent
+
+ private:
+  explicit Runtime(const EnvSource& env);
+  void run();
+  struct Tracked {
+    EventSink* sink;
+    Aggregator agg;
+    SinkCounters reported;
+  };
+  void drainLocked(Tracked& t);
+  void summarizeLocked(Tracked& t, int64_t intervalMs);
+
+  Settings settings_;
+  std::string host_;
+  ParsedConfig config_;
+  AdaptationLog log_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::vector<std::unique_ptr<Tracked>> sinks_;
+  std::chrono::steady_clock::time_point lastSummary_;
+  std::thread thread_;
+};
+
+}  // namespace wirewise

@@ -1,0 +1,111 @@
+#include "runtime/settings.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace wirewise {
+namespace {
+
+constexpr const char* kDefaultLog = "${TMPDIR:-/tmp}/wirewise/%h-%p.jsonl";
+
+// The registry. Every field of Settings appears exactly once here; docs/settings.md mirrors this table
+// (a test checks that every name is documented there).
+constexpr SettingDoc kDocs[] = {
+    {"WIREWISE_MODE", "enum", "apply", "apply, observe, off",
+     "apply: use the table in force; observe: measure and log only; off: leave NCCL entirely alone"},
+    {"WIREWISE_CONFIG", "path", "(none)", "a readable file",
+     "static decision table: wirewise JSON (docs/config-format.md) or NCCL's example nccl_tuner.conf CSV"},
+    {"WIREWISE_LOG", "path", kDefaultLog, "a writable path, or 'none'",
+     "adaptation log (JSON lines); %h expands to the host name, %p to the pid"},
+    {"WIREWISE_SUMMARY_MS", "int", "10000", "100 .. 3600000",
+     "interval between observation summaries in the adaptation log, in milliseconds"},
+    {"WIREWISE_EVENT_POOL", "int", "1024", "16 .. 1048576",
+     "in-flight collectives tracked per communicator; beyond it profiler events are dropped and counted"},
+    {"WIREWISE_LOG_QUEUE", "int", "8192", "16 .. 1048576",
+     "adaptation-log lines held in memory while the writer catches up; beyond it lines are dropped and counted"},
+};
+
+std::string describe(const SettingDoc& d) { return std::string(d.name) + " (" + d.range + ")"; }
+
+const SettingDoc& docOf(std::string_view name) {
+  for (const auto& d : kDocs)
+    if (name == d.name) return d;
+  return kDocs[0];  // unreachable: names below are the registry's own
+}
+
+void readInt(const EnvSource& env, const char* name, int64_t lo, int64_t hi, int64_t* out,
+             std::vector<std::string>* warnings) {
+  const char* v = env(name);
+  if (v == nullptr || *v == '\0') return;
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  while (end && (*end == ' ' || *end == '\t')) ++end;
+  if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi) {
+    warnings->push_back("ignoring " + std::string(name) + "=\"" + v + "\": accepted range is " + docOf(name).range +
+                        "; using the default " + docOf(name).fallback);
+    return;
+  }
+  *out = x;
+}
+
+std::string expandLogPath(std::string path, const EnvSource& env, const std::string& host, long pid) {
+  if (path == kDefaultLog) {
+    const char* tmp = env("TMPDIR");
+    path = std::string(tmp && *tmp ? tmp : "/tmp") + "/wirewise/%h-%p.jsonl";
+  }
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 1 < path.size()) {
+      char c = path[i + 1];
+      if (c == 'h') { out += host; ++i; continue; }
+      if (c == 'p') { out += std::to_string(pid); ++i; continue; }
+      if (c == '%') { out += '%'; ++i; continue; }
+    }
+    out += path[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+EnvSource processEnv() {
+  return [](const char* name) -> const char* { return std::getenv(name); };
+}
+
+std::span<const SettingDoc> settingDocs() { return kDocs; }
+
+Settings readSettings(const EnvSource& env, const std::string& host, long pid, std::vector<std::string>* warnings) {
+  Settings s;
+  if (const char* m = env("WIREWISE_MODE"); m && *m) {
+    std::string v(m);
+    for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (v == "apply") s.mode = Mode::Apply;
+    else if (v == "observe") s.mode = Mode::Observe;
+    else if (v == "off") s.mode = Mode::Off;
+    else
+      warnings->push_back("ignoring WIREWISE_MODE=\"" + std::string(m) + "\": accepted values are " +
+                          describe(docOf("WIREWISE_MODE")) + "; using the default apply");
+  }
+  if (const char* c = env("WIREWISE_CONFIG"); c && *c) s.config = c;
+
+  std::string log = kDefaultLog;
+  if (const char* l = env("WIREWISE_LOG"); l) {
+    if (*l == '\0')
+      warnings->push_back("WIREWISE_LOG is set but empty: set a path, or 'none' to disable; using the default " +
+                          std::string(kDefaultLog));
+    else
+      log = l;
+  }
+  s.logPath = (log == "none" || log == "off") ? "" : expandLogPath(log, env, host, pid);
+
+  readInt(env, "WIREWISE_SUMMARY_MS", 100, 3600000, &s.summaryMs, warnings);
+  readInt(env, "WIREWISE_EVENT_POOL", 16, 1 << 20, &s.eventPool, warnings);
+  readInt(env, "WIREWISE_LOG_QUEUE", 16, 1 << 20, &s.logQueue, warnings);
+  return s;
+}
+
+}  // namespace wirewise

@@ -1,0 +1,100 @@
+// The simulator's driver: runs a scenario in four modes on the same noise and reports what each cost.
+//
+//   nccl-default  NCCL's choice from the cost table it froze at init (no plugin)
+//   static-best   per (communicator, collective, size bucket) the one fixed choice that is best over the run
+//   oracle        per collective the best choice under the true link state of that step
+//   wirewise      the real plugin library, loaded and driven through NCCL's ABI for every simulated rank
+//
+// Only the wirewise mode touches the plugin; the others are computed from the model. Everything is a pure
+// function of (scenario, seed, plugin): the same inputs give the same report. See docs/simulator.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/model/scenario.h"
+
+namespace wirewise::sim {
+
+enum class SimMode : int { NcclDefault = 0, StaticBest = 1, Oracle = 2, Wirewise = 3 };
+inline constexpr int kNumSimModes = 4;
+const char* simModeName(SimMode m);  // "nccl-default", ...
+
+struct SimOptions {
+  std::string pluginPath;    // the tuner library (NCCL_TUNER_PLUGIN); required
+  std::string profilerPath;  // "" = libnccl-profiler-wirewise.so next to pluginPath, else pluginPath
+  std::string logPath;       // WIREWISE_LOG for the run; "" = "none"
+  std::optional<uint64_t> seed;  // overrides the scenario's
+  std::optional<int> steps;      // overrides workload.steps (faults keep their steps)
+  // Called now and then with (steps done, steps total); may be empty.
+  std::function<void(int, int)> progress;
+};
+
+struct ModeResult {
+  double commTimeUs = 0;
+  std::vector<double> stepCommUs;
+  // "comm coll bytes" -> "algo/proto/channels" -> collectives run with it (on member 0 of each instance).
+  std::map<std::string, std::map<std::string, uint64_t>> choices;
+};
+
+struct FaultOutcome {
+  int index = 0;
+  int onsetStep = 0;
+  int endStep = 0;                  // exclusive; steps of the run when open-ended
+  std::optional<int> adaptedStep;   // first step >= onset from which wirewise stays within 5% of oracle, 10 steps
+  std::string label;                // "degrade nic node 1 #3 x0.25"
+};
+
+struct SimResult {
+  std::string scenario;
+  uint64_t seed = 0;
+  int steps = 0;
+  int ranks = 0;
+  uint64_t collectivesPerRank = 0;  // the most any rank issues
+  double computeUs = 0;
+  std::array<ModeResult, kNumSimModes> modes;
+  std::vector<FaultOutcome> faults;
+  std::vector<Fault> faultSpecs;      // as in the scenario, for plots
+  uint64_t collectivesChecked = 0;    // collective instances whose ranks were compared
+  uint64_t divergences = 0;           // of those, how many had ranks choosing differently
+  uint64_t boundaryWaits = 0;         // no coordinator yet: always 0
+  double boundaryWaitUs = 0;
+  double explorationUs = 0;           // no exploration in the plugin yet: always 0
+  std::vector<int> tableChangeSteps;  // steps at which wirewise's decisions differ from the step before
+  // Provenance.
+  double runTimeS = 0;
+  std::string pluginPath, profilerPath;
+  bool tunerLoaded = false, profilerLoaded = false, sameInstance = false;
+  int tunerVersion = 0, profilerVersion = 0, eventMask = 0;
+  uint64_t profilerEvents = 0;
+  std::string pluginNote;  // why the tuner or profiler did not load, if so
+};
+
+// Runs the scenario. Throws std::runtime_error for an unusable scenario (e.g. a comm that does not exist).
+// A plugin that fails to load is not an error: wirewise then equals nccl-default and pluginNote says why.
+SimResult runSimulation(const Scenario& scenario, const SimOptions& options);
+
+// The report (shared/scenarios/README.md's contract plus documented extras).
+nlohmann::json reportJson(const SimResult& r);
+// speedup_vs_default and captured_gain as the contract defines them.
+double speedupVsDefault(const SimResult& r);
+double capturedGain(const SimResult& r);
+// The human table for stdout.
+std::string reportTable(const SimResult& r);
+// A self-contained SVG: per-step comm time of each mode, fault windows, wirewise's table changes.
+std::string plotSvg(const SimResult& r);
+
+// The embedded default scenario (scenarios/2x8-h100-nic-degrade.json at build time).
+const char* defaultScenarioJson();
+
+// Deterministic 64-bit id of a communicator instance (FNV-1a of "name#instance"): the commId every rank gets.
+uint64_t commIdFor(const std::string& name, int instance);
+
+}  // namespace wirewise::sim

@@ -1,0 +1,128 @@
+// The report: JSON per shared/scenarios/README.md (plus documented extras) and the stdout table.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "sim/driver/driver.h"
+
+namespace wirewise::sim {
+
+const char* simModeName(SimMode m) {
+  switch (m) {
+    case SimMode::NcclDefault: return "nccl-default";
+    case SimMode::StaticBest: return "static-best";
+    case SimMode::Oracle: return "oracle";
+    case SimMode::Wirewise: return "wirewise";
+  }
+  return "?";
+}
+
+namespace {
+
+double modeTime(const SimResult& r, SimMode m) { return r.modes[static_cast<int>(m)].commTimeUs; }
+
+nlohmann::json optInt(const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+double speedupVsDefault(const SimResult& r) {
+  const double w = modeTime(r, SimMode::Wirewise);
+  return w > 0 ? modeTime(r, SimMode::NcclDefault) / w : 0.0;
+}
+
+double capturedGain(const SimResult& r) {
+  const double d = modeTime(r, SimMode::NcclDefault);
+  const double o = modeTime(r, SimMode::Oracle);
+  const double w = modeTime(r, SimMode::Wirewise);
+  // Nothing to capture: the contract's 1.0 rule.
+  if (std::fabs(d - o) <= 0.001 * d) return 1.0;
+  return (d - w) / (d - o);
+}
+
+nlohmann::json reportJson(const SimResult& r) {
+  nlohmann::json j;
+  j["scenario"] = r.scenario;
+  j["simulated"] = true;
+  j["ranks"] = r.ranks;
+  j["collectives_per_rank"] = r.collectivesPerRank;
+  nlohmann::json modes = nlohmann::json::object();
+  nlohmann::json choices = nlohmann::json::object();
+  for (int m = 0; m < kNumSimModes; ++m) {
+    const ModeResult& mr = r.modes[m];
+    const char* name = simModeName(static_cast<SimMode>(m));
+    modes[name] = {{"comm_time_us", mr.commTimeUs}, {"step_comm_time_us", mr.stepCommUs}};
+    choices[name] = mr.choices;
+  }
+  j["modes"] = modes;
+  j["speedup_vs_default"] = speedupVsDefault(r);
+  j["captured_gain"] = capturedGain(r);
+  nlohmann::json faults = nlohmann::json::array();
+  for (const FaultOutcome& f : r.faults) {
+    std::optional<int> latency;
+    if (f.adaptedStep) latency = *f.adaptedStep - f.onsetStep;
+    faults.push_back({{"index", f.index},
+                      {"onset_step", f.onsetStep},
+                      {"adapted_step", optInt(f.adaptedStep)},
+                      {"latency_steps", optInt(latency)},
+                      {"end_step", f.endStep},
+                      {"label", f.label}});
+  }
+  j["faults"] = faults;
+  j["consistency"] = {{"collectives_checked", r.collectivesChecked}, {"divergences", r.divergences}};
+  j["boundary_waits"] = {{"count", r.boundaryWaits}, {"total_us", r.boundaryWaitUs}};
+  j["exploration_time_us"] = r.explorationUs;
+  // Extras (docs/simulator.md).
+  j["seed"] = r.seed;
+  j["steps"] = r.steps;
+  j["compute_us_per_step"] = r.computeUs;
+  j["run_time_s"] = r.runTimeS;
+  j["plugin"] = {{"path", r.pluginPath},
+                 {"profiler_path", r.profilerPath},
+                 {"tuner_loaded", r.tunerLoaded},
+                 {"profiler_loaded", r.profilerLoaded},
+                 {"same_instance", r.sameInstance},
+                 {"tuner_version", r.tunerVersion},
+                 {"profiler_version", r.profilerVersion},
+                 {"event_mask", r.eventMask},
+                 {"profiler_events", r.profilerEvents},
+                 {"note", r.pluginNote}};
+  j["choices"] = choices;
+  j["table_change_steps"] = r.tableChangeSteps;
+  return j;
+}
+
+std::string reportTable(const SimResult& r) {
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s  [simulated: seed %llu, %d steps, %d ranks, %llu collectives per rank]\n",
+                r.scenario.c_str(), static_cast<unsigned long long>(r.seed), r.steps, r.ranks,
+                static_cast<unsigned long long>(r.collectivesPerRank));
+  out += buf;
+  out += "  mode            comm time (s)   vs default\n";
+  const double d = modeTime(r, SimMode::NcclDefault);
+  for (int m = 0; m < kNumSimModes; ++m) {
+    const double t = r.modes[m].commTimeUs;
+    std::snprintf(buf, sizeof buf, "  %-14s %14.3f   %+9.2f%%\n", simModeName(static_cast<SimMode>(m)), t * 1e-6,
+                  d > 0 ? (t - d) / d * 100.0 : 0.0);
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "  speedup vs default %.4fx, captured gain %.3f\n", speedupVsDefault(r),
+                capturedGain(r));
+  out += buf;
+  if (r.faults.empty()) out += "  faults: none\n";
+  for (const FaultOutcome& f : r.faults) {
+    std::string adapted = f.onsetStep >= r.steps ? "after the last step" : "never within 5% of oracle";
+    if (f.adaptedStep) adapted = "adapted at step " + std::to_string(*f.adaptedStep) + " (" +
+                                 std::to_string(*f.adaptedStep - f.onsetStep) + " steps)";
+    std::snprintf(buf, sizeof buf, "  fault #%d %-36s steps %d-%d: %s\n", f.index, f.label.c_str(), f.onsetStep,
+                  f.endStep, adapted.c_str());
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "  consistency: %llu collectives checked, %llu divergences\n",
+                static_cast<unsigned long long>(r.collectivesChecked), static_cast<unsigned long long>(r.divergences));
+  out += buf;
+  if (!r.pluginNote.empty()) out += "  plugin: " + r.pluginNote + "\n";
+  return out;
+}
+
+}  // namespace wirewise::sim

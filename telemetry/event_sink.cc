@@ -1,0 +1,380 @@
+// EventSink: see event_sink.h for the contract. All state transitions of a Coll slot are RMWs on one
+// 64-bit control word, so "the collective is complete" becomes true at exactly one transition and
+// exactly one thread finalizes it (emits the sample and frees the slot).
+#include "telemetry/event_sink.h"
+
+#include <new>
+
+#include "adaptive/types.h"
+#include "telemetry/lockfree.h"
+
+namespace wirewise {
+namespace {
+
+// Coll control word: [gen:32][folders:8][unused:5][inUse:1][poisoned:1][stopped:1][channelsLeft:16].
+// "folders" counts KernelCh stops folding their times in right now; a slot is only recycled with 0.
+constexpr uint64_t kLeftMask = 0xffff;
+constexpr uint64_t kStopped = 1ull << 16;
+constexpr uint64_t kPoisoned = 1ull << 17;
+constexpr uint64_t kInUse = 1ull << 18;
+constexpr uint64_t kFolder = 1ull << 24;
+constexpr uint64_t kFolderMask = 0xffull << 24;
+// A handle is the slot address with 22 bits of the slot generation folded into bits the address does
+// not use: the low 6 (slots are 64-byte aligned) and the top 16 (user addresses stay below 2^48 on
+// x86-64 and AArch64 unless mmap is asked for more). A late event for a recycled slot is thus only
+// mistaken for the current one if the slot was recycled a multiple of 4M times in between.
+static_assert(sizeof(uintptr_t) == 8, "handles need 64-bit pointers");
+constexpr uintptr_t kLowTag = 63;
+constexpr int kHighShift = 48;
+constexpr uintptr_t kHighTag = uintptr_t{0xffff} << kHighShift;
+constexpr uint32_t kTagMask = (1u << 22) - 1;
+uint32_t tagOf(uint32_t gen) { return gen & kTagMask; }
+uintptr_t untag(void* handle) { return reinterpret_cast<uintptr_t>(handle) & ~(kLowTag | kHighTag); }
+
+uint32_t genOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
+uint64_t leftOf(uint64_t c) { return c & kLeftMask; }
+bool finalizable(uint64_t c) { return (c & kInUse) && (c & kStopped) && leftOf(c) == 0 && !(c & kFolderMask); }
+
+void atomicMin(std::atomic<uint64_t>& a, uint64_t v) {
+  uint64_t cur = a.load(std::memory_order_relaxed);
+  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+void atomicMax(std::atomic<uint64_t>& a, uint64_t v) {
+  uint64_t cur = a.load(std::memory_order_relaxed);
+  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+// Every event object begins with its type (the lesson of NCCL's example plugin, PR #1973) and owner.
+struct alignas(64) SlotHead {
+  uint64_t type = 0;
+  EventSink* owner = nullptr;
+  uint32_t index = 0;
+};
+
+struct alignas(64) CollSlot : SlotHead {
+  std::atomic<uint64_t> ctrl{0};
+  std::atomic<uint64_t> order{0};  // acceptance order, to find the stalest slot when the pool runs dry
+  std::atomic<uint64_t> minStart{UINT64_MAX}, maxStop{0};
+  // Written by the owner before the control word publishes the slot; read by the finalizer.
+  CollSample proto;
+  bool sampleable = false;
+};
+
+// KernelCh control word: [gen:32][..][inUse bit 18]. parent packs (parent gen << 32 | parent index).
+struct alignas(64) ChanSlot : SlotHead {
+  std::atomic<uint64_t> ctrl{0};
+  std::atomic<uint64_t> parent{0};
+  std::atomic<uint64_t> stopTs{0};
+  uint64_t startTs = 0;
+};
+
+template <class Slot>
+void* tagged(Slot* s, uint32_t gen) {
+  uintptr_t tag = (gen & kLowTag) | (uintptr_t{(gen >> 6) & 0xffff} << kHighShift);
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(s) | tag);
+}
+
+}  // namespace
+
+struct EventSink::Impl {
+  Impl(EventSink* owner, int ranks, size_t collPool)
+      : nRanks(ranks),
+        nColl(static_cast<uint32_t>(collPool == 0 ? 1 : collPool)),
+        nChan(nColl * 4),
+        colls(new CollSlot[nColl]),
+        chans(new ChanSlot[nChan]),
+        freeColls(nColl),
+        freeChans(nChan) {
+    for (uint32_t i = 0; i < nColl; ++i) colls[i].type = kEvColl, colls[i].owner = owner, colls[i].index = i;
+    for (uint32_t i = 0; i < nChan; ++i) chans[i].type = kEvKernelCh, chans[i].owner = owner, chans[i].index = i;
+    // The top 16 address bits carry tags: a pool above 2^48 (never seen without an mmap hint) cannot
+    // be tracked, so the sink then refuses every event (counted as pool drops) instead of misbehaving.
+    usable = ((reinterpret_cast<uintptr_t>(colls.get() + nColl) | reinterpret_cast<uintptr_t>(chans.get() + nChan)) &
+              kHighTag) == 0;
+  }
+
+  template <class Slot>
+  static Slot* find(Slot* base, uint32_t n, void* handle, uint32_t* tag) {
+    uintptr_t h = reinterpret_cast<uintptr_t>(handle);
+    uintptr_t p = untag(handle), b = reinterpret_cast<uintptr_t>(base);
+    if (p < b || p >= b + n * sizeof(Slot) || (p - b) % sizeof(Slot) != 0) return nullptr;
+    *tag = static_cast<uint32_t>((h & kLowTag) | ((h >> kHighShift) << 6));
+    return reinterpret_cast<Slot*>(p);
+  }
+
+  void* startColl(const ProfEvent& ev) noexcept;
+  void* startChannel(const ProfEvent& ev) noexcept;
+  void stopColl(CollSlot* s, uint32_t tag) noexcept;
+  void stopChannel(ChanSlot* ch, uint32_t tag) noexcept;
+  CollSlot* reclaimStaleColl(uint64_t newest) noexcept;
+  ChanSlot* reclaimDeadChannel() noexcept;
+  enum class ChanEnd { kTimed, kUntimed, kLost };
+  void consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start, uint64_t stop, ChanEnd end) noexcept;
+  void finalize(CollSlot* s, uint64_t c) noexcept;
+
+  int nRanks;
+  bool usable = false;
+  uint32_t nColl, nChan;
+  std::unique_ptr<CollSlot[]> colls;
+  std::unique_ptr<ChanSlot[]> chans;
+  IndexFreeList freeColls, freeChans;
+  std::unique_ptr<SampleRing> ring;
+  std::atomic<uint64_t> orderCounter{0};
+  std::atomic<uint64_t> started{0}, emitted{0}, poolDrops{0}, ringDrops{0}, incomplete{0}, orphans{0}, unsampled{0};
+};
+
+void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
+  uint32_t idx;
+  CollSlot* s = nullptr;
+  uint32_t gen;
+  if (freeColls.pop(&idx)) {
+    s = &colls[idx];
+    gen = genOf(s->ctrl.load(std::memory_order_acquire));
+  } else if ((s = reclaimStaleColl(orderCounter.load(std::memory_order_relaxed))) != nullptr) {
+    gen = genOf(s->ctrl.load(std::memory_order_relaxed));
+  } else {
+    poolDrops.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  int coll = collIndexFromName(ev.func);
+  int typeSize = datatypeSize(ev.datatype);
+  uint64_t bytes = static_cast<uint64_t>(ev.count) * static_cast<uint64_t>(typeSize);
+  // NCCL's Coll count is per rank for AllGather/ReduceScatter; the tuner saw nRanks x that.
+  if (coll == static_cast<int>(CollType::AllGather) || coll == static_cast<int>(CollType::ReduceScatter)) {
+    bytes *= static_cast<uint64_t>(nRanks > 0 ? nRanks : 1);
+  }
+  s->proto = CollSample{};
+  s->proto.seqNumber = ev.seqNumber;
+  s->proto.bytes = bytes;
+  s->proto.coll = static_cast<int8_t>(coll);
+  s->proto.algo = static_cast<int8_t>(algoIndexFromName(ev.algo));
+  s->proto.proto = static_cast<int8_t>(protoIndexFromName(ev.proto));
+  s->proto.nChannels = ev.nChannels;
+  s->sampleable = coll >= 0 && typeSize > 0;
+  s->minStart.store(UINT64_MAX, std::memory_order_relaxed);
+  s->maxStop.store(0, std::memory_order_relaxed);
+  s->order.store(orderCounter.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+  // release: publishes the fields above to whichever thread finalizes this slot.
+  s->ctrl.store((uint64_t{gen} << 32) | kInUse | ev.nChannels, std::memory_order_release);
+  started.fetch_add(1, std::memory_order_relaxed);
+  return tagged(s, gen);
+}
+
+// Only called when the pool is empty (cold path, O(pool)). Leaks come from NCCL start/stop mismatches
+// or from Coll events whose KernelCh children were never enabled. A slot is stale when more than a
+// pool's worth of collectives were accepted after it: one communicator's collectives share a stream
+// and complete in order, so a healthy collective cannot be that far behind while the pool is full.
+CollSlot* EventSink::Impl::reclaimStaleColl(uint64_t newest) noexcept {
+  CollSlot* best = nullptr;
+  uint64_t bestCtrl = 0, bestOrder = UINT64_MAX;
+  for (uint32_t i = 0; i < nColl; ++i) {
+    uint64_t c = colls[i].ctrl.load(std::memory_order_acquire);
+    if (!(c & kInUse) || (c & kFolderMask) || finalizable(c)) continue;
+    uint64_t o = colls[i].order.load(std::memory_order_relaxed);
+    if (o < bestOrder) best = &colls[i], bestCtrl = c, bestOrder = o;
+  }
+  if (best == nullptr || newest - bestOrder <= nColl) return nullptr;
+  // Take it with one folder held so no other reclaimer or stale child can touch it while we refill it.
+  uint64_t held = (uint64_t{genOf(bestCtrl) + 1} << 32) | kInUse | kFolder;
+  if (!best->ctrl.compare_exchange_strong(bestCtrl, held, std::memory_order_acq_rel)) return nullptr;
+  incomplete.fetch_add(1, std::memory_order_relaxed);
+  return best;
+}
+
+void EventSink::Impl::stopColl(CollSlot* s, uint32_t tag) noexcept {
+  uint64_t c = s->ctrl.load(std::memory_order_acquire);
+  for (;;) {
+    // A stop for a recycled slot (tag mismatch) or a second stop is ignored.
+    if (!(c & kInUse) || tagOf(genOf(c)) != tag || (c & kStopped)) return;
+    uint64_t n = c | kStopped;
+    if (s->ctrl.compare_exchange_weak(c, n, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      if (finalizable(n)) finalize(s, n);
+      return;
+    }
+  }
+}
+
+void* EventSink::Impl::startChannel(const ProfEvent& ev) noexcept {
+  uint32_t tag;
+  CollSlot* p = ev.parent ? find(colls.get(), nColl, ev.parent, &tag) : nullptr;
+  uint64_t pc = p ? p->ctrl.load(std::memory_order_acquire) : 0;
+  if (p == nullptr || !(pc & kInUse) || tagOf(genOf(pc)) != tag || leftOf(pc) == 0) {
+    orphans.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  uint32_t pgen = genOf(pc);
+  uint32_t idx;
+  ChanSlot* ch = nullptr;
+  if (freeChans.pop(&idx)) {
+    ch = &chans[idx];
+  } else if ((ch = reclaimDeadChannel()) == nullptr) {
+    poolDrops.fetch_add(1, std::memory_order_relaxed);
+    // The parent can no longer be timed completely: count this channel as done, untimed, and poison
+    // the parent so it completes (and frees its slot) without a misleading sample.
+    consumeChannel(p, pgen, 0, 0, ChanEnd::kLost);
+    return nullptr;
+  }
+  uint32_t gen = genOf(ch->ctrl.load(std::memory_order_relaxed));
+  ch->startTs = ev.pTimer;
+  ch->stopTs.store(0, std::memory_order_relaxed);
+  ch->parent.store((uint64_t{pgen} << 32) | p->index, std::memory_order_relaxed);
+  ch->ctrl.store((uint64_t{gen} << 32) | kInUse, std::memory_order_release);
+  return tagged(ch, gen);
+}
+
+// Cold path: a channel slot is dead when its parent collective has already completed or been
+// recycled (NCCL started a KernelCh and never stopped it). Its late stop will then be ignored.
+ChanSlot* EventSink::Impl::reclaimDeadChannel() noexcept {
+  for (uint32_t i = 0; i < nChan; ++i) {
+    ChanSlot& ch = chans[i];
+    uint64_t c = ch.ctrl.load(std::memory_order_acquire);
+    if (!(c & kInUse)) continue;
+    uint64_t par = ch.parent.load(std::memory_order_relaxed);
+    uint64_t pc = colls[static_cast<uint32_t>(par)].ctrl.load(std::memory_order_acquire);
+    if ((pc & kInUse) && genOf(pc) == static_cast<uint32_t>(par >> 32)) continue;  // parent alive
+    uint64_t taken = (uint64_t{genOf(c) + 1} << 32);
+    if (ch.ctrl.compare_exchange_strong(c, taken, std::memory_order_acq_rel)) {
+      orphans.fetch_add(1, std::memory_order_relaxed);
+      return &ch;
+    }
+  }
+  return nullptr;
+}
+
+void EventSink::Impl::stopChannel(ChanSlot* ch, uint32_t tag) noexcept {
+  uint64_t c = ch->ctrl.load(std::memory_order_acquire);
+  for (;;) {
+    if (!(c & kInUse) || tagOf(genOf(c)) != tag) return;  // late stop of a recycled slot
+    // Free the slot (next generation) first: from here on we own its fields until we push it back.
+    if (ch->ctrl.compare_exchange_weak(c, uint64_t{genOf(c) + 1} << 32, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+      break;
+    }
+  }
+  uint64_t start = ch->startTs, stop = ch->stopTs.load(std::memory_order_relaxed);
+  uint64_t par = ch->parent.load(std::memory_order_relaxed);
+  freeChans.push(ch->index);
+  // telemetry.md 4.6: some channels report a stop of 0; those (and stop < start) are not timed.
+  ChanEnd end = stop != 0 && stop >= start ? ChanEnd::kTimed : ChanEnd::kUntimed;
+  consumeChannel(&colls[static_cast<uint32_t>(par)], static_cast<uint32_t>(par >> 32), start, stop, end);
+}
+
+// Counts one channel of parent p (generation pgen) as done, folding in [start, stop] when timed. A
+// channel lost for want of a slot poisons the parent: it completes, but yields no sample.
+void EventSink::Impl::consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start, uint64_t stop,
+                                     ChanEnd end) noexcept {
+  bool lost = end == ChanEnd::kLost;
+  uint64_t c = p->ctrl.load(std::memory_order_acquire);
+  for (;;) {
+    if (!(c & kInUse) || genOf(c) != pgen || leftOf(c) == 0 || (c & kFolderMask) == kFolderMask) {
+      orphans.fetch_add(1, std::memory_order_relaxed);  // parent recycled, or one channel too many
+      return;
+    }
+    // Enter: claim one channel credit and hold the slot (folders + 1) while folding.
+    uint64_t n = c - 1 + kFolder + (lost ? kPoisoned & ~c : 0);
+    if (p->ctrl.compare_exchange_weak(c, n, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+  }
+  if (end == ChanEnd::kTimed) {
+    atomicMin(p->minStart, start);
+    atomicMax(p->maxStop, stop);
+  }
+  uint64_t n = p->ctrl.fetch_sub(kFolder, std::memory_order_acq_rel) - kFolder;
+  if (finalizable(n)) finalize(p, n);
+}
+
+void EventSink::Impl::finalize(CollSlot* s, uint64_t c) noexcept {
+  uint64_t minStart = s->minStart.load(std::memory_order_relaxed);
+  uint64_t maxStop = s->maxStop.load(std::memory_order_relaxed);
+  if (c & kPoisoned) {
+    incomplete.fetch_add(1, std::memory_order_relaxed);
+  } else if (!s->sampleable || minStart == UINT64_MAX || maxStop < minStart) {
+    unsampled.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    CollSample out = s->proto;
+    out.durationNs = maxStop - minStart;
+    if (ring->push(out)) {
+      emitted.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      ringDrops.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  s->ctrl.store(uint64_t{genOf(c) + 1} << 32, std::memory_order_release);
+  freeColls.push(s->index);
+}
+
+EventSink::EventSink(uint64_t commId, int rank, int nRanks, size_t collPoolSize, size_t ringSize)
+    : impl_(std::make_unique<Impl>(this, nRanks, collPoolSize)), commId_(commId), rank_(rank), nRanks_(nRanks) {
+  impl_->ring = std::make_unique<SampleRing>(ringSize);
+}
+
+EventSink::~EventSink() = default;
+
+void* EventSink::start(const ProfEvent& ev) noexcept {
+  if (!impl_->usable && (ev.type == kEvColl || ev.type == kEvKernelCh)) {
+    impl_->poolDrops.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  if (ev.type == kEvColl) return impl_->startColl(ev);
+  if (ev.type == kEvKernelCh) return impl_->startChannel(ev);
+  return nullptr;
+}
+
+void EventSink::stop(void* handle) noexcept {
+  if (handle == nullptr) return;
+  uint32_t tag;
+  if (CollSlot* s = Impl::find(impl_->colls.get(), impl_->nColl, handle, &tag)) return impl_->stopColl(s, tag);
+  if (ChanSlot* ch = Impl::find(impl_->chans.get(), impl_->nChan, handle, &tag)) impl_->stopChannel(ch, tag);
+}
+
+void EventSink::recordState(void* handle, int state, uint64_t pTimer) noexcept {
+  if (handle == nullptr || state != kStateKernelChStop) return;
+  uint32_t tag;
+  ChanSlot* ch = Impl::find(impl_->chans.get(), impl_->nChan, handle, &tag);
+  if (ch == nullptr) return;
+  uint64_t c = ch->ctrl.load(std::memory_order_acquire);
+  // A recycled slot (tag mismatch) is left alone. The check and the store are not one atomic step; a
+  // slot is only recycled once its parent is gone, and NCCL records right before it stops, so the
+  // window is a stale event racing the slot's next owner, whose own record then overwrites it.
+  if ((c & kInUse) && tagOf(genOf(c)) == tag) ch->stopTs.store(pTimer, std::memory_order_relaxed);
+}
+
+size_t EventSink::drain(CollSample* out, size_t max) noexcept {
+  if (out == nullptr) return 0;
+  size_t n = 0;
+  while (n < max && impl_->ring->pop(&out[n])) ++n;
+  return n;
+}
+
+SinkCounters EventSink::counters() const noexcept {
+  const Impl& m = *impl_;
+  SinkCounters c;
+  c.collsStarted = m.started.load(std::memory_order_relaxed);
+  c.samplesEmitted = m.emitted.load(std::memory_order_relaxed);
+  c.droppedPoolExhausted = m.poolDrops.load(std::memory_order_relaxed);
+  c.droppedRingFull = m.ringDrops.load(std::memory_order_relaxed);
+  c.droppedIncomplete = m.incomplete.load(std::memory_order_relaxed);
+  c.orphanEvents = m.orphans.load(std::memory_order_relaxed);
+  c.unsampled = m.unsampled.load(std::memory_order_relaxed);
+  return c;
+}
+
+size_t EventSink::collsInFlight() const noexcept {
+  size_t n = 0;
+  for (uint32_t i = 0; i < impl_->nColl; ++i) n += (impl_->colls[i].ctrl.load(std::memory_order_acquire) & kInUse) != 0;
+  return n;
+}
+
+size_t EventSink::channelsInFlight() const noexcept {
+  size_t n = 0;
+  for (uint32_t i = 0; i < impl_->nChan; ++i) n += (impl_->chans[i].ctrl.load(std::memory_order_acquire) & kInUse) != 0;
+  return n;
+}
+
+EventSink* EventSink::ownerOf(void* handle) noexcept {
+  if (handle == nullptr) return nullptr;
+  return reinterpret_cast<SlotHead*>(untag(handle))->owner;
+}
+
+}  // namespace wirewise

@@ -1,0 +1,47 @@
+// Two small lock-free building blocks for the profiler sink: a free list of slot indices and a
+// bounded MPSC ring of CollSamples. Both allocate only in their constructors.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "telemetry/coll_sample.h"
+
+namespace wirewise {
+
+// Treiber stack of indices 0..n-1. The head packs (ABA tag << 32 | index) so a pop that raced with a
+// pop+push of the same index fails its CAS instead of corrupting the list.
+class IndexFreeList {
+ public:
+  explicit IndexFreeList(uint32_t n);
+  bool pop(uint32_t* idx) noexcept;
+  void push(uint32_t idx) noexcept;
+
+ private:
+  static constexpr uint32_t kNil = 0xffffffffu;
+  std::unique_ptr<std::atomic<uint32_t>[]> next_;
+  std::atomic<uint64_t> head_{kNil};
+};
+
+// Dmitry Vyukov's bounded queue: any number of producers, one consumer. Capacity is a power of two.
+class SampleRing {
+ public:
+  explicit SampleRing(size_t minCapacity);
+  bool push(const CollSample& s) noexcept;  // false when full
+  bool pop(CollSample* out) noexcept;       // single consumer only; false when empty
+  size_t capacity() const { return mask_ + 1; }
+
+ private:
+  struct Cell {
+    std::atomic<uint64_t> seq{0};
+    CollSample sample;
+  };
+  std::unique_ptr<Cell[]> cells_;
+  size_t mask_;
+  alignas(64) std::atomic<uint64_t> enqueuePos_{0};
+  alignas(64) uint64_t dequeuePos_ = 0;
+};
+
+}  // namespace wirewise

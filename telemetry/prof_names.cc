@@ -1,0 +1,55 @@
+// NCCL's static strings, as v2.28.9 prints them (src/collectives.cc: ncclFuncToString,
+// ncclDatatypeToString, ncclAlgoToString, ncclProtoToString), mapped to our indices.
+#include <cstring>
+#include <strings.h>
+
+#include "adaptive/types.h"
+#include "telemetry/event_sink.h"
+
+namespace wirewise {
+namespace {
+
+struct NameValue {
+  const char* name;
+  int value;
+};
+
+template <size_t N>
+int lookup(const NameValue (&table)[N], const char* name) noexcept {
+  if (name == nullptr) return -1;
+  for (const NameValue& nv : table) {
+    if (strcasecmp(nv.name, name) == 0) return nv.value;
+  }
+  return -1;
+}
+
+// ncclUint8 is listed although 2.28.9 prints it as "Unknown": a later NCCL may fix that.
+constexpr NameValue kDatatypes[] = {
+    {"ncclInt8", 1},     {"ncclUint8", 1},   {"ncclInt32", 4},      {"ncclUint32", 4},
+    {"ncclInt64", 8},    {"ncclUint64", 8},  {"ncclFloat16", 2},    {"ncclFloat32", 4},
+    {"ncclFloat64", 8},  {"ncclBfloat16", 2}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
+};
+constexpr NameValue kAlgos[] = {
+    {"TREE", kAlgoTree}, {"RING", kAlgoRing}, {"COLLNET_DIRECT", kAlgoCollNetDirect},
+    {"COLLNET_CHAIN", kAlgoCollNetChain}, {"NVLS", kAlgoNvls}, {"NVLS_TREE", kAlgoNvlsTree}, {"PAT", kAlgoPat},
+};
+constexpr NameValue kProtos[] = {{"LL", kProtoLL}, {"LL128", kProtoLL128}, {"SIMPLE", kProtoSimple}};
+constexpr NameValue kColls[] = {
+    {"Broadcast", static_cast<int>(CollType::Broadcast)},
+    {"Reduce", static_cast<int>(CollType::Reduce)},
+    {"AllGather", static_cast<int>(CollType::AllGather)},
+    {"ReduceScatter", static_cast<int>(CollType::ReduceScatter)},
+    {"AllReduce", static_cast<int>(CollType::AllReduce)},
+};
+
+}  // namespace
+
+int datatypeSize(const char* name) noexcept {
+  int v = lookup(kDatatypes, name);
+  return v < 0 ? 0 : v;
+}
+int algoIndexFromName(const char* name) noexcept { return lookup(kAlgos, name); }
+int protoIndexFromName(const char* name) noexcept { return lookup(kProtos, name); }
+int collIndexFromName(const char* name) noexcept { return lookup(kColls, name); }
+
+}  // namespace wirewise

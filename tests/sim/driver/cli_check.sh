@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `wirewise simulate` end to end: the embedded default scenario (shortened) and an example file, with report and
+# plot written, exit status 0, and the report's contract fields present.
+set -euo pipefail
+bin=$1
+scenario=$2
+out=$3
+mkdir -p "$out"
+"$bin" simulate --steps 15 --report "$out/default.json" --plot "$out/default.svg" > "$out/default.txt"
+grep -q simulated "$out/default.txt"
+grep -q '"scenario": "2x8-h100-nic-degrade"' "$out/default.json"
+for k in '"simulated": true' '"collectives_per_rank"' '"speedup_vs_default"' '"captured_gain"' '"divergences": 0' \
+         '"boundary_waits"' '"exploration_time_us"' '"step_comm_time_us"'; do
+  grep -q "$k" "$out/default.json" || { echo "report lacks $k"; exit 1; }
+done
+grep -q '<svg' "$out/default.svg"
+"$bin" simulate "$scenario" --steps 5 --seed 9 --quiet --report "$out/file.json"
+grep -q '"seed": 9' "$out/file.json"
+if "$bin" simulate /nonexistent.json --quiet 2>"$out/err.txt"; then echo "a missing file must fail"; exit 1; fi
+grep -q nonexistent "$out/err.txt"
+echo ok

@@ -1,0 +1,218 @@
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "sim/driver/driver.h"
+#include "tests/sim/driver/test_util.h"
+
+namespace wirewise::sim {
+namespace {
+
+using testing::loadExample;
+using testing::options;
+
+const char* const kExamples[] = {"1x8-h100-nvlink-flap.json", "2x8-h100-nic-degrade.json", "2x8-h200-healthy.json",
+                                 "4x8-a100-contention.json"};
+
+class EveryExample : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EveryExample, RunsWithTheRealPluginAndFillsTheContract) {
+  const Scenario sc = loadExample(GetParam());
+  constexpr int kSteps = 24;
+  const SimResult r = runSimulation(sc, options(kSteps));
+  const nlohmann::json j = reportJson(r);
+
+  for (const char* k : {"scenario", "simulated", "ranks", "collectives_per_rank", "modes", "speedup_vs_default",
+                        "captured_gain", "faults", "consistency", "boundary_waits", "exploration_time_us"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_EQ(j["scenario"], sc.name);
+  EXPECT_EQ(j["simulated"], true);
+  EXPECT_EQ(j["ranks"], sc.cluster.nRanks());
+  for (const char* m : {"nccl-default", "static-best", "oracle", "wirewise"}) {
+    ASSERT_TRUE(j["modes"].contains(m)) << m;
+    const auto& mode = j["modes"][m];
+    ASSERT_EQ(mode["step_comm_time_us"].size(), static_cast<size_t>(kSteps));
+    double sum = 0;
+    for (double v : mode["step_comm_time_us"]) {
+      EXPECT_GT(v, 0.0);
+      sum += v;
+    }
+    EXPECT_NEAR(mode["comm_time_us"].get<double>(), sum, 1e-6 * sum);
+  }
+  ASSERT_EQ(j["faults"].size(), sc.faults.size());
+  for (size_t i = 0; i < sc.faults.size(); ++i) {
+    const auto& f = j["faults"][i];
+    for (const char* k : {"index", "onset_step", "adapted_step", "latency_steps"}) EXPECT_TRUE(f.contains(k)) << k;
+    EXPECT_EQ(f["index"], i);
+    EXPECT_EQ(f["onset_step"], sc.faults[i].fromStep);
+  }
+  EXPECT_TRUE(j["consistency"].contains("collectives_checked"));
+  EXPECT_EQ(j["consistency"]["divergences"], 0);
+  EXPECT_TRUE(j["boundary_waits"].contains("count"));
+  EXPECT_TRUE(j["boundary_waits"].contains("total_us"));
+
+  // collectives_per_rank: every example puts every rank in every comm named by the workload.
+  uint64_t perStep = 0;
+  for (const StepColl& c : sc.workload.step) perStep += static_cast<uint64_t>(c.repeat);
+  EXPECT_EQ(r.collectivesPerRank, perStep * kSteps);
+
+  // The real plugin was loaded through the ABI, once, and heard about every collective.
+  EXPECT_TRUE(r.tunerLoaded) << r.pluginNote;
+  EXPECT_TRUE(r.profilerLoaded) << r.pluginNote;
+  EXPECT_TRUE(r.sameInstance);
+  EXPECT_EQ(r.tunerVersion, 5);
+  EXPECT_EQ(r.profilerVersion, 5);
+  EXPECT_NE(r.eventMask, 0);
+  EXPECT_GT(r.profilerEvents, 2 * r.collectivesChecked);
+  EXPECT_TRUE(r.pluginNote.empty()) << r.pluginNote;
+
+  // The oracle is never beaten: per step it takes the best choice for every collective under the same noise.
+  for (int s = 0; s < kSteps; ++s)
+    for (int m = 0; m < kNumSimModes; ++m)
+      EXPECT_LE(r.modes[2].stepCommUs[s], r.modes[m].stepCommUs[s] * (1 + 1e-9)) << "step " << s << " mode " << m;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, EveryExample, ::testing::ValuesIn(kExamples));
+
+TEST(Driver, SameSeedGivesTheSameReport) {
+  const Scenario sc = loadExample("2x8-h100-nic-degrade.json");
+  nlohmann::json a = reportJson(runSimulation(sc, options(20)));
+  nlohmann::json b = reportJson(runSimulation(sc, options(20)));
+  a.erase("run_time_s");
+  b.erase("run_time_s");
+  EXPECT_EQ(a.dump(), b.dump());
+}
+
+TEST(Driver, DifferentSeedsGiveDifferentNoise) {
+  const Scenario sc = loadExample("2x8-h200-healthy.json");
+  SimOptions o1 = options(20), o2 = options(20);
+  o1.seed = 1;
+  o2.seed = 2;
+  const SimResult a = runSimulation(sc, o1), b = runSimulation(sc, o2);
+  EXPECT_NE(a.modes[0].stepCommUs, b.modes[0].stepCommUs);
+  EXPECT_NE(a.modes[0].commTimeUs, b.modes[0].commTimeUs);
+}
+
+class NoiseFree : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NoiseFree, OracleNoWorseThanStaticBestNoWorseThanDefault) {
+  Scenario sc = loadExample(GetParam());
+  sc.noise = Noise{};
+  const SimResult r = runSimulation(sc, options(sc.workload.steps > 200 ? 200 : sc.workload.steps));
+  const double def = r.modes[0].commTimeUs, stat = r.modes[1].commTimeUs, ora = r.modes[2].commTimeUs;
+  EXPECT_LE(ora, stat * (1 + 1e-9));
+  EXPECT_LE(stat, def * (1 + 1e-9));
+  EXPECT_GT(ora, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, NoiseFree, ::testing::ValuesIn(kExamples));
+
+TEST(Driver, DivergentPluginIsCaught) {
+  const Scenario sc = loadExample("2x8-h100-nic-degrade.json");
+  const SimResult r = runSimulation(sc, options(3, WW_FAKE_DIVERGENT));
+  EXPECT_TRUE(r.tunerLoaded) << r.pluginNote;
+  EXPECT_GT(r.collectivesChecked, 0u);
+  // Every collective has ranks asking for 1 and 2 channels.
+  EXPECT_EQ(r.divergences, r.collectivesChecked);
+  EXPECT_GT(reportJson(r)["consistency"]["divergences"].get<uint64_t>(), 0u);
+}
+
+TEST(Driver, MissingPluginFallsBackToNcclAndSharesTheNoise) {
+  const Scenario sc = loadExample("1x8-h100-nvlink-flap.json");
+  const SimResult r = runSimulation(sc, options(5, "/nonexistent/libnccl-tuner-none.so"));
+  EXPECT_FALSE(r.tunerLoaded);
+  EXPECT_FALSE(r.pluginNote.empty());
+  // NCCL's own choices under the same (jittered) noise: identical to the bit.
+  EXPECT_EQ(r.modes[3].stepCommUs, r.modes[0].stepCommUs);
+  EXPECT_NE(r.modes[0].stepCommUs[0], r.modes[0].stepCommUs[1]);
+  EXPECT_EQ(r.divergences, 0u);
+}
+
+TEST(Driver, AdaptedStepFollowsItsDefinition) {
+  const Scenario sc = loadExample("1x8-h100-nvlink-flap.json");
+  const SimResult r = runSimulation(sc, options(160));
+  ASSERT_EQ(r.faults.size(), 1u);
+  const auto& ww = r.modes[3].stepCommUs;
+  const auto& ora = r.modes[2].stepCommUs;
+  auto within = [&](int s) { return ww[s] <= 1.05 * ora[s]; };
+  auto windowOk = [&](int s) {
+    for (int k = s; k < s + 10; ++k)
+      if (k >= r.steps || !within(k)) return false;
+    return true;
+  };
+  std::optional<int> expect;
+  for (int s = r.faults[0].onsetStep; s < r.steps && !expect; ++s)
+    if (windowOk(s)) expect = s;
+  EXPECT_EQ(r.faults[0].adaptedStep, expect);
+  const auto j = reportJson(r)["faults"][0];
+  if (expect) {
+    EXPECT_EQ(j["latency_steps"], *expect - r.faults[0].onsetStep);
+  } else {
+    EXPECT_TRUE(j["adapted_step"].is_null());
+    EXPECT_TRUE(j["latency_steps"].is_null());
+  }
+}
+
+TEST(Driver, PluginLogShowsEveryRankAndEveryCollective) {
+  const Scenario sc = loadExample("2x8-h100-nic-degrade.json");
+  SimOptions o = options(5);
+  o.logPath = ::testing::TempDir() + "ww_driver_log.jsonl";
+  std::remove(o.logPath.c_str());
+  const SimResult r = runSimulation(sc, o);
+  std::ifstream in(o.logPath);
+  ASSERT_TRUE(in.good());
+  int tunerInits = 0, profFinal = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto ev = nlohmann::json::parse(line);
+    if (ev["event"] == "comm_init" && ev["face"] == "tuner") ++tunerInits;
+    if (ev["event"] == "comm_finalize" && ev["face"] == "profiler") {
+      ++profFinal;
+      // Each rank's sink saw a Coll event for every collective its comm ran.
+      EXPECT_GT(ev["collectives"].get<uint64_t>(), 0u);
+    }
+  }
+  // world (16 ranks) + two tp instances (8 ranks each).
+  EXPECT_EQ(tunerInits, 32);
+  EXPECT_EQ(profFinal, 32);
+  EXPECT_GT(r.profilerEvents, 0u);
+}
+
+TEST(Driver, UnknownCommIsAnError) {
+  Scenario sc = loadExample("2x8-h200-healthy.json");
+  sc.workload.step[0].comm = "nope";
+  EXPECT_THROW(runSimulation(sc, options(2)), std::runtime_error);
+}
+
+TEST(Driver, EmbeddedDefaultIsTheShippedScenario) {
+  std::ifstream in(std::string(WW_SCENARIO_DIR) + "/2x8-h100-nic-degrade.json", std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), std::string(defaultScenarioJson()));
+  std::string error;
+  EXPECT_TRUE(parseScenario(defaultScenarioJson(), &error).has_value()) << error;
+}
+
+TEST(Report, CapturedGainRules) {
+  SimResult r;
+  r.modes[0].commTimeUs = 100;
+  r.modes[2].commTimeUs = 80;
+  r.modes[3].commTimeUs = 90;
+  EXPECT_DOUBLE_EQ(capturedGain(r), 0.5);
+  EXPECT_DOUBLE_EQ(speedupVsDefault(r), 100.0 / 90.0);
+  r.modes[2].commTimeUs = 99.95;  // default equals oracle within 0.1%
+  EXPECT_DOUBLE_EQ(capturedGain(r), 1.0);
+  r.modes[2].commTimeUs = 99.85;
+  EXPECT_NE(capturedGain(r), 1.0);
+}
+
+TEST(Report, TableIsLabelledSimulated) {
+  const Scenario sc = loadExample("2x8-h200-healthy.json");
+  const std::string t = reportTable(runSimulation(sc, options(3)));
+  EXPECT_NE(t.find("simulated"), std::string::npos);
+  for (const char* m : {"nccl-default", "static-best", "oracle", "wirewise"}) EXPECT_NE(t.find(m), std::string::npos);
+}
+
+}  // namespace
+}  // namespace wirewise::sim

@@ -1,0 +1,176 @@
+#include "telemetry/adaptation_log.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace wirewise {
+namespace {
+
+namespace fs = std::filesystem;
+
+class AdaptationLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ww_log_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::vector<nlohmann::json> readLines(const fs::path& p) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(p);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));  // throws if not JSON
+    return out;
+  }
+  fs::path dir_;
+};
+
+TEST_F(AdaptationLogTest, LinesAreJsonInOrderWithEnvelope) {
+  fs::path p = dir_ / "a" / "b" / "log.jsonl";  // parent directories do not exist yet
+  {
+    AdaptationLog log(p.string(), 1024);
+    ASSERT_TRUE(log.ok()) << log.error();
+    for (int i = 0; i < 200; ++i) log.post({{"event", "table"}, {"seq", i}, {"comm", "0x1f"}});
+    log.flush();
+    EXPECT_EQ(log.written(), 200u);
+    EXPECT_EQ(log.dropped(), 0u);
+  }
+  auto lines = readLines(p);
+  ASSERT_EQ(lines.size(), 200u);
+  std::regex iso(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)");
+  for (int i = 0; i < 200; ++i) {
+    const auto& j = lines[i];
+    EXPECT_EQ(j.at("v"), AdaptationLog::kSchemaVersion);
+    EXPECT_EQ(j.at("pid"), ::getpid());
+    EXPECT_TRUE(std::regex_match(j.at("ts").get<std::string>(), iso)) << j.at("ts");
+    EXPECT_EQ(j.at("event"), "table");
+    EXPECT_EQ(j.at("seq"), i);
+    EXPECT_EQ(j.at("comm"), "0x1f");
+  }
+}
+
+TEST_F(AdaptationLogTest, DestructorFlushesAndAppends) {
+  fs::path p = dir_ / "log.jsonl";
+  for (int round = 0; round < 2; ++round) {
+    AdaptationLog log(p.string(), 64);
+    for (int i = 0; i < 10; ++i) log.post({{"event", "summary"}, {"i", round * 10 + i}});
+  }
+  auto lines = readLines(p);
+  ASSERT_EQ(lines.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(lines[i].at("i"), i);
+}
+
+TEST_F(AdaptationLogTest, EmptyPathDisables) {
+  AdaptationLog log("", 8);
+  EXPECT_FALSE(log.ok());
+  log.post({{"event", "plugin_start"}});
+  log.flush();
+  EXPECT_EQ(log.dropped(), 0u);
+  EXPECT_EQ(log.written(), 0u);
+}
+
+TEST_F(AdaptationLogTest, UnopenablePathsReportAndDoNotCrash) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "file") << "x";
+  AdaptationLog underFile((dir_ / "file" / "sub" / "log.jsonl").string(), 8);
+  EXPECT_FALSE(underFile.ok());
+  EXPECT_NE(underFile.error().find("cannot"), std::string::npos) << underFile.error();
+  underFile.post({{"event", "plugin_stop"}});
+  underFile.flush();
+
+  AdaptationLog isDir(dir_.string(), 8);  // a directory cannot be opened for appending
+  EXPECT_FALSE(isDir.ok());
+  EXPECT_FALSE(isDir.error().empty());
+}
+
+TEST_F(AdaptationLogTest, OddEventsNeverThrow) {
+  fs::path p = dir_ / "log.jsonl";
+  {
+    AdaptationLog log(p.string(), 8);
+    log.post(nlohmann::json(42));                                   // not an object: wrapped
+    log.post({{"event", "config_problem"}, {"reason", "bad \xff utf8"}});  // invalid UTF-8: replaced
+    log.post({{"event", "x"}, {"v", 99}, {"pid", -1}});              // envelope wins
+  }
+  auto lines = readLines(p);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].at("payload"), 42);
+  EXPECT_EQ(lines[1].at("event"), "config_problem");
+  EXPECT_EQ(lines[2].at("v"), AdaptationLog::kSchemaVersion);
+  EXPECT_EQ(lines[2].at("pid"), ::getpid());
+}
+
+// The writer is stalled on a FIFO nobody reads: post() must not block, the queue must stay bounded
+// (drops counted), and once the reader drains, a log_dropped line reports the loss.
+TEST_F(AdaptationLogTest, StalledWriterDropsAndCounts) {
+  fs::create_directories(dir_);
+  fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string data;
+  std::atomic<bool> posted{false};
+  std::thread reader([&] {
+    int fd = ::open(fifo.c_str(), O_RDONLY);  // returns once the log opens the write end
+    ASSERT_GE(fd, 0);
+    // Stall until every post() returned (or 10 s, so a blocking post() fails instead of hanging).
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!posted.load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof(buf))) > 0) data.append(buf, static_cast<size_t>(n));
+    ::close(fd);
+  });
+  const int kPosts = 2000;
+  const size_t kQueue = 16;
+  uint64_t dropped = 0;
+  {
+    AdaptationLog log(fifo.string(), kQueue);
+    ASSERT_TRUE(log.ok()) << log.error();
+    std::string pad(1000, 'x');  // 2000 x ~1 KB lines cannot fit into a 64 KiB pipe plus 16 queued
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kPosts; ++i) log.post({{"event", "summary"}, {"i", i}, {"pad", pad}});
+    auto elapsed = std::chrono::steady_clock::now() - t0;
+    posted.store(true);
+    EXPECT_LT(elapsed, std::chrono::seconds(5));  // never waited for the stalled writer
+    dropped = log.dropped();
+    EXPECT_GT(dropped, 0u);
+  }  // destructor waits for the reader to drain, then joins
+  reader.join();
+  std::vector<nlohmann::json> lines;
+  size_t pos = 0;
+  while (pos < data.size()) {
+    size_t nl = data.find('\n', pos);
+    ASSERT_NE(nl, std::string::npos);
+    lines.push_back(nlohmann::json::parse(data.substr(pos, nl - pos)));
+    pos = nl + 1;
+  }
+  uint64_t reported = 0, normal = 0;
+  int last = -1;
+  for (const auto& j : lines) {
+    if (j.at("event") == "log_dropped") {
+      reported += j.at("count").get<uint64_t>();
+      continue;
+    }
+    ++normal;
+    EXPECT_GT(j.at("i").get<int>(), last);  // order preserved
+    last = j.at("i").get<int>();
+  }
+  EXPECT_EQ(normal + dropped, static_cast<uint64_t>(kPosts));
+  EXPECT_EQ(reported, dropped);
+}
+
+}  // namespace
+}  // namespace wirewise

@@ -1,0 +1,362 @@
+#include "telemetry/event_sink.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "adaptive/types.h"
+#include "tests/telemetry/sink_test_util.h"
+
+namespace wirewise {
+namespace {
+
+using testing::chanEvent;
+using testing::collEvent;
+using testing::expectBalanced;
+using testing::runChannel;
+
+std::vector<CollSample> drainAll(EventSink& sink) {
+  std::vector<CollSample> out(64);
+  out.resize(sink.drain(out.data(), out.size()));
+  return out;
+}
+
+TEST(ProfNames, MatchNcclStringsCaseInsensitively) {
+  EXPECT_EQ(datatypeSize("ncclInt8"), 1);
+  EXPECT_EQ(datatypeSize("ncclUint8"), 1);
+  EXPECT_EQ(datatypeSize("ncclInt32"), 4);
+  EXPECT_EQ(datatypeSize("ncclUint32"), 4);
+  EXPECT_EQ(datatypeSize("ncclInt64"), 8);
+  EXPECT_EQ(datatypeSize("ncclUint64"), 8);
+  EXPECT_EQ(datatypeSize("ncclFloat16"), 2);
+  EXPECT_EQ(datatypeSize("ncclFloat32"), 4);
+  EXPECT_EQ(datatypeSize("ncclFloat64"), 8);
+  EXPECT_EQ(datatypeSize("ncclBfloat16"), 2);
+  EXPECT_EQ(datatypeSize("NCCLBFLOAT16"), 2);
+  EXPECT_EQ(datatypeSize("ncclFloat8e4m3"), 1);
+  EXPECT_EQ(datatypeSize("ncclFloat8e5m2"), 1);
+  EXPECT_EQ(datatypeSize("Unknown"), 0);  // what 2.28.9 prints for ncclUint8
+  EXPECT_EQ(datatypeSize(nullptr), 0);
+  EXPECT_EQ(datatypeSize("ncclFloat"), 0);
+
+  EXPECT_EQ(algoIndexFromName("TREE"), kAlgoTree);
+  EXPECT_EQ(algoIndexFromName("ring"), kAlgoRing);
+  EXPECT_EQ(algoIndexFromName("COLLNET_DIRECT"), kAlgoCollNetDirect);
+  EXPECT_EQ(algoIndexFromName("CollNet_Chain"), kAlgoCollNetChain);
+  EXPECT_EQ(algoIndexFromName("NVLS"), kAlgoNvls);
+  EXPECT_EQ(algoIndexFromName("NVLS_TREE"), kAlgoNvlsTree);
+  EXPECT_EQ(algoIndexFromName("PAT"), kAlgoPat);
+  EXPECT_EQ(algoIndexFromName("Unknown"), -1);
+  EXPECT_EQ(algoIndexFromName(nullptr), -1);
+
+  EXPECT_EQ(protoIndexFromName("LL"), kProtoLL);
+  EXPECT_EQ(protoIndexFromName("ll128"), kProtoLL128);
+  EXPECT_EQ(protoIndexFromName("SIMPLE"), kProtoSimple);
+  EXPECT_EQ(protoIndexFromName("LL64"), -1);
+
+  EXPECT_EQ(collIndexFromName("Broadcast"), 0);
+  EXPECT_EQ(collIndexFromName("Reduce"), 1);
+  EXPECT_EQ(collIndexFromName("AllGather"), 2);
+  EXPECT_EQ(collIndexFromName("ReduceScatter"), 3);
+  EXPECT_EQ(collIndexFromName("allreduce"), 4);
+  EXPECT_EQ(collIndexFromName("AlltoAll"), -1);
+  EXPECT_EQ(collIndexFromName("SendRecv"), -1);
+}
+
+TEST(EventSink, CollectiveCompletesAfterStopAndAllChannels) {
+  EventSink sink(0xabc, 0, 8, 16, 16);
+  void* coll = sink.start(collEvent(7, 2, 1024, "AllReduce", "ncclBfloat16", "RING", "LL128"));
+  ASSERT_NE(coll, nullptr);
+  EXPECT_EQ(EventSink::ownerOf(coll), &sink);
+  sink.stop(coll);  // "enqueued": nothing complete yet
+  EXPECT_TRUE(runChannel(sink, coll, 0, 1000, 5000));
+  EXPECT_TRUE(drainAll(sink).empty());
+  EXPECT_TRUE(runChannel(sink, coll, 1, 1200, 6000));
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].seqNumber, 7u);
+  EXPECT_EQ(samples[0].bytes, 2048u);
+  EXPECT_EQ(samples[0].durationNs, 5000u);  // max stop 6000 - min start 1000
+  EXPECT_EQ(samples[0].coll, 4);
+  EXPECT_EQ(samples[0].algo, kAlgoRing);
+  EXPECT_EQ(samples[0].proto, kProtoLL128);
+  EXPECT_EQ(samples[0].nChannels, 2);
+  EXPECT_EQ(sink.collsInFlight(), 0u);
+  EXPECT_EQ(sink.channelsInFlight(), 0u);
+  EXPECT_EQ(sink.counters().samplesEmitted, 1u);
+  expectBalanced(sink);
+}
+
+TEST(EventSink, ChannelsMayFinishBeforeTheCollStop) {
+  EventSink sink(1, 0, 2, 4, 4);
+  void* coll = sink.start(collEvent(1, 1));
+  void* ch = sink.start(chanEvent(coll, 0, 100));
+  ASSERT_NE(ch, nullptr);
+  EXPECT_EQ(EventSink::ownerOf(ch), &sink);
+  sink.recordState(ch, kStateKernelChStop, 400);
+  sink.stop(ch);
+  EXPECT_TRUE(drainAll(sink).empty());
+  sink.stop(coll);
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].durationNs, 300u);
+}
+
+TEST(EventSink, UntimedChannelsAreCountedButNotFolded) {
+  EventSink sink(1, 0, 2, 4, 4);
+  void* coll = sink.start(collEvent(1, 3));
+  runChannel(sink, coll, 0, 100, 300);
+  runChannel(sink, coll, 1, 90, 0);    // stop 0: seen in real traces
+  runChannel(sink, coll, 2, 50, 40);   // stop before start
+  sink.stop(coll);
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].durationNs, 200u);
+  // A channel stopped without a recorded stop time is untimed too.
+  void* c2 = sink.start(collEvent(2, 1));
+  void* ch = sink.start(chanEvent(c2, 0, 10));
+  sink.stop(ch);
+  sink.stop(c2);
+  EXPECT_TRUE(drainAll(sink).empty());
+  EXPECT_EQ(sink.counters().unsampled, 1u);
+  expectBalanced(sink);
+}
+
+TEST(EventSink, ZeroChannelsCompletesAtCollStopWithoutSample) {
+  EventSink sink(1, 0, 2, 1, 4);
+  void* coll = sink.start(collEvent(1, 0));
+  ASSERT_NE(coll, nullptr);
+  sink.stop(coll);
+  EXPECT_TRUE(drainAll(sink).empty());
+  EXPECT_EQ(sink.counters().unsampled, 1u);
+  EXPECT_NE(sink.start(collEvent(2, 0)), nullptr);  // the only slot came back
+}
+
+TEST(EventSink, AllGatherAndReduceScatterBytesAreTheWholeBuffer) {
+  EventSink sink(1, 0, 8, 4, 4);
+  for (const char* func : {"AllGather", "ReduceScatter", "Broadcast"}) {
+    void* coll = sink.start(collEvent(1, 1, 1000, func, "ncclFloat16"));
+    runChannel(sink, coll, 0, 0 + 10, 20);
+    sink.stop(coll);
+  }
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 3u);
+  EXPECT_EQ(samples[0].bytes, 8u * 2000u);  // count is per rank; the tuner saw nRanks x that
+  EXPECT_EQ(samples[1].bytes, 8u * 2000u);
+  EXPECT_EQ(samples[2].bytes, 2000u);
+}
+
+TEST(EventSink, UnknownDatatypeOrFuncIsTrackedButNotSampled) {
+  EventSink sink(1, 0, 2, 4, 4);
+  void* a = sink.start(collEvent(1, 1, 10, "AllReduce", "Unknown"));
+  void* b = sink.start(collEvent(1, 1, 10, "AlltoAll", "ncclInt8"));
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  for (void* c : {a, b}) {
+    EXPECT_TRUE(runChannel(sink, c, 0, 1, 2));  // children are not orphans
+    sink.stop(c);
+  }
+  EXPECT_TRUE(drainAll(sink).empty());
+  EXPECT_EQ(sink.counters().unsampled, 2u);
+  EXPECT_EQ(sink.counters().orphanEvents, 0u);
+  EXPECT_EQ(sink.collsInFlight(), 0u);
+}
+
+TEST(EventSink, OtherEventTypesAndNullHandlesAreIgnored) {
+  EventSink sink(1, 0, 2, 4, 4);
+  for (uint64_t t : {uint64_t{1}, uint64_t{1} << 2, kEvProxyOp, kEvProxyStep, uint64_t{1} << 11}) {
+    ProfEvent ev;
+    ev.type = t;
+    EXPECT_EQ(sink.start(ev), nullptr);
+  }
+  sink.stop(nullptr);
+  sink.recordState(nullptr, kStateKernelChStop, 5);
+  EXPECT_EQ(EventSink::ownerOf(nullptr), nullptr);
+  int notOurs = 0;
+  sink.stop(&notOurs);  // not inside our pools: ignored without dereferencing
+  sink.recordState(&notOurs, kStateKernelChStop, 5);
+  EXPECT_EQ(sink.counters().collsStarted, 0u);
+}
+
+TEST(EventSink, OrphanKernelChannels) {
+  EventSink sink(1, 0, 2, 4, 4), other(2, 0, 2, 4, 4);
+  int notOurs = 0;
+  EXPECT_EQ(sink.start(chanEvent(nullptr, 0, 1)), nullptr);
+  EXPECT_EQ(sink.start(chanEvent(&notOurs, 0, 1)), nullptr);
+  void* foreign = other.start(collEvent(1, 1));
+  EXPECT_EQ(sink.start(chanEvent(foreign, 0, 1)), nullptr);
+  EXPECT_EQ(sink.counters().orphanEvents, 3u);
+
+  // One KernelCh too many: the collective completes with the first; the extra one is an orphan.
+  void* coll = sink.start(collEvent(1, 1));
+  void* ch0 = sink.start(chanEvent(coll, 0, 100));
+  void* ch1 = sink.start(chanEvent(coll, 1, 50));
+  sink.recordState(ch0, kStateKernelChStop, 200);
+  sink.recordState(ch1, kStateKernelChStop, 900);
+  sink.stop(coll);
+  sink.stop(ch0);
+  sink.stop(ch1);
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].durationNs, 100u);
+  EXPECT_EQ(sink.counters().orphanEvents, 4u);
+  EXPECT_EQ(sink.channelsInFlight(), 0u);
+}
+
+TEST(EventSink, LateStopOfARecycledSlotIsIgnored) {
+  EventSink sink(1, 0, 2, 1, 4);
+  void* a = sink.start(collEvent(1, 1));
+  runChannel(sink, a, 0, 10, 20);
+  sink.stop(a);
+  void* b = sink.start(collEvent(2, 1));  // same slot, next generation
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  sink.stop(a);  // a duplicate stop of the old collective must not count as b's stop
+  runChannel(sink, b, 0, 30, 70);
+  EXPECT_EQ(drainAll(sink).size(), 1u);  // only a's sample so far
+  sink.stop(b);
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].seqNumber, 2u);
+  EXPECT_EQ(samples[0].durationNs, 40u);
+}
+
+TEST(EventSink, StaleHandleIsRecognisedAfterManyGenerations) {
+  EventSink sink(1, 0, 2, 1, 4);
+  void* a = sink.start(collEvent(1, 0));
+  sink.stop(a);                                                   // slot generation 0 -> 1
+  for (int i = 0; i < 63; ++i) sink.stop(sink.start(collEvent(2, 0)));  // -> 64
+  void* b = sink.start(collEvent(3, 1));
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(sink.start(chanEvent(a, 0, 1)), nullptr);  // 64 generations later: still not b
+  sink.stop(a);
+  runChannel(sink, b, 0, 10, 20);
+  EXPECT_EQ(sink.collsInFlight(), 1u);  // b was not stopped by a's late stop
+  sink.stop(b);
+  EXPECT_EQ(drainAll(sink).size(), 1u);
+}
+
+TEST(EventSink, CollPoolExhaustionDropsAndRecovers) {
+  EventSink sink(1, 0, 2, 2, 4);
+  void* a = sink.start(collEvent(1, 1));
+  void* b = sink.start(collEvent(2, 1));
+  EXPECT_EQ(sink.start(collEvent(3, 1)), nullptr);
+  EXPECT_EQ(sink.counters().droppedPoolExhausted, 1u);
+  runChannel(sink, a, 0, 1, 2);
+  sink.stop(a);
+  EXPECT_NE(sink.start(collEvent(4, 1)), nullptr);
+  EXPECT_EQ(sink.counters().droppedIncomplete, 0u);  // b is not stale: nothing reclaimed
+  (void)b;
+  expectBalanced(sink);
+}
+
+TEST(EventSink, StaleCollIsReclaimedAndItsLateEventsIgnored) {
+  const size_t pool = 4;
+  EventSink sink(1, 0, 2, pool, 64);
+  void* leaked = sink.start(collEvent(0, 2));
+  void* leakedCh = sink.start(chanEvent(leaked, 0, 1));  // never stopped until much later
+  ASSERT_NE(leakedCh, nullptr);
+  for (uint64_t seq = 1; seq <= 10; ++seq) {  // healthy traffic through the other slots
+    void* c = sink.start(collEvent(seq, 1));
+    runChannel(sink, c, 0, 100, 200);
+    sink.stop(c);
+  }
+  std::vector<void*> open;
+  for (uint64_t seq = 11; seq < 11 + pool - 1; ++seq) open.push_back(sink.start(collEvent(seq, 1)));
+  void* fresh = sink.start(collEvent(99, 1));  // pool full: the leaked one is > pool starts old
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(sink.counters().droppedIncomplete, 1u);
+  EXPECT_EQ(sink.counters().droppedPoolExhausted, 0u);
+  // The leaked collective's late events must not touch the slot's new owner.
+  sink.recordState(leakedCh, kStateKernelChStop, 1'000'000);
+  sink.stop(leakedCh);
+  sink.stop(leaked);
+  EXPECT_GE(sink.counters().orphanEvents, 1u);
+  runChannel(sink, fresh, 0, 500, 800);
+  EXPECT_EQ(drainAll(sink).size(), 10u);
+  sink.stop(fresh);
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].seqNumber, 99u);
+  EXPECT_EQ(samples[0].durationNs, 300u);
+  for (void* c : open) {
+    runChannel(sink, c, 0, 1, 2);
+    sink.stop(c);
+  }
+  EXPECT_EQ(sink.collsInFlight(), 0u);
+  EXPECT_EQ(sink.channelsInFlight(), 0u);
+  expectBalanced(sink);
+}
+
+TEST(EventSink, ChannelPoolExhaustionPoisonsTheParent) {
+  EventSink sink(1, 0, 2, 1, 4);  // 4 channel slots
+  void* coll = sink.start(collEvent(1, 6));
+  std::vector<void*> chans;
+  for (uint8_t c = 0; c < 6; ++c) chans.push_back(sink.start(chanEvent(coll, c, 10)));
+  EXPECT_EQ(chans[4], nullptr);
+  EXPECT_EQ(chans[5], nullptr);
+  EXPECT_EQ(sink.counters().droppedPoolExhausted, 2u);
+  for (int c = 0; c < 4; ++c) {
+    sink.recordState(chans[c], kStateKernelChStop, 20);
+    sink.stop(chans[c]);
+  }
+  sink.stop(coll);
+  EXPECT_TRUE(drainAll(sink).empty());  // a partly timed collective would lie
+  EXPECT_EQ(sink.counters().droppedIncomplete, 1u);
+  EXPECT_EQ(sink.collsInFlight(), 0u);
+  expectBalanced(sink);
+}
+
+TEST(EventSink, DeadChannelSlotsAreReclaimed) {
+  EventSink sink(1, 0, 2, 2, 16);  // 2 Coll slots, 8 KernelCh slots
+  void* leaked = sink.start(collEvent(0, 8));
+  std::vector<void*> leakedChans;
+  for (uint8_t c = 0; c < 8; ++c) leakedChans.push_back(sink.start(chanEvent(leaked, c, 5)));
+  ASSERT_NE(leakedChans[7], nullptr);
+  sink.stop(leaked);  // its channels never stop: the collective and 8 channel slots leak
+  // While the leaked parent is alive its channels are not reclaimable: a new channel is refused.
+  void* b = sink.start(collEvent(1, 1));
+  EXPECT_EQ(sink.start(chanEvent(b, 0, 1)), nullptr);
+  sink.stop(b);
+  EXPECT_EQ(sink.counters().droppedIncomplete, 1u);  // b was poisoned
+  for (uint64_t seq = 2; seq < 6; ++seq) sink.stop(sink.start(collEvent(seq, 0)));  // time passes
+  void* open = sink.start(collEvent(6, 1));
+  void* fresh = sink.start(collEvent(7, 1));  // pool full, leaked is stale: recycled
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(sink.counters().droppedIncomplete, 2u);
+  // The leaked channels' parent is gone, so their slots are reclaimable now.
+  EXPECT_TRUE(runChannel(sink, fresh, 0, 100, 350));
+  sink.stop(fresh);
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].seqNumber, 7u);
+  EXPECT_EQ(samples[0].durationNs, 250u);
+  // Late stops of the leaked channels: the recycled one is ignored, the others end as orphans.
+  uint64_t orphansBefore = sink.counters().orphanEvents;
+  for (void* h : leakedChans) {
+    sink.recordState(h, kStateKernelChStop, 9);
+    sink.stop(h);
+  }
+  EXPECT_GT(sink.counters().orphanEvents, orphansBefore);
+  EXPECT_TRUE(runChannel(sink, open, 0, 1, 2));
+  sink.stop(open);
+  EXPECT_EQ(sink.collsInFlight(), 0u);
+  EXPECT_EQ(sink.channelsInFlight(), 0u);
+  expectBalanced(sink);
+}
+
+TEST(EventSink, FullRingDropsAndCounts) {
+  EventSink sink(1, 0, 2, 8, 2);
+  for (uint64_t seq = 0; seq < 3; ++seq) {
+    void* c = sink.start(collEvent(seq, 1));
+    runChannel(sink, c, 0, 1, 2);
+    sink.stop(c);
+  }
+  EXPECT_EQ(sink.counters().samplesEmitted, 2u);
+  EXPECT_EQ(sink.counters().droppedRingFull, 1u);
+  EXPECT_EQ(drainAll(sink).size(), 2u);
+  expectBalanced(sink);
+}
+
+}  // namespace
+}  // namespace wirewise

@@ -1,0 +1,122 @@
+// `wirewise log summarize` on fixture logs, through the built binary and through the library.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/cli_runner.h"
+#include "tools/cli_util.h"
+#include "tools/log_summary.h"
+
+namespace wirewise::tools {
+namespace {
+
+using testing::runCli;
+const std::string kData = WW_TOOLS_DATA;
+
+TEST(LogSummarizeCli, TextShowsInitsTablesObservedDropsAndFinalize) {
+  auto r = runCli("log summarize " + kData + "/two_comms.jsonl");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string& o = r.out;
+  EXPECT_NE(o.find("14 lines: 14 events, 0 malformed"), std::string::npos) << o;
+  EXPECT_NE(o.find("communicator 0x00000000000000aa"), std::string::npos) << o;
+  EXPECT_NE(o.find("process 4242 on node01: wirewise 0.1.0, mode apply, config /etc/wirewise/table.json, stopped, "
+                   "17 log lines dropped"),
+            std::string::npos)
+      << o;
+  EXPECT_NE(o.find("seq 0: init (/etc/wirewise/table.json), digest 0123456789abcdef, 2 ranges"), std::string::npos)
+      << o;
+  EXPECT_NE(o.find("tuner face, tuner_v5, 16 ranks, 2 nodes"), std::string::npos) << o;
+  EXPECT_NE(o.find("profiler face, profiler_v5, 16 ranks, 2 nodes, rank 3"), std::string::npos) << o;
+  EXPECT_NE(o.find("allreduce 0 B-64 KiB tree/ll ch=keep"), std::string::npos) << o;
+  EXPECT_NE(o.find("allreduce 65537 B-max ring/simple ch=16"), std::string::npos) << o;
+  EXPECT_NE(o.find("seq 5000: adaptive (coordinator)"), std::string::npos) << o;
+  EXPECT_NE(o.find("broadcast 4 MiB-max any/any ch=4"), std::string::npos) << o;
+  // 100 calls at p50 20 us and 300 at 40 us: count-weighted 35.0; p99 is the max, 90.0; busbw (600+900)/400.
+  EXPECT_NE(o.find("64 KiB-87.89 KiB"), std::string::npos) << o;
+  EXPECT_NE(o.find("ring/ll128 ch=16"), std::string::npos) << o;
+  EXPECT_NE(o.find("400       35.0       90.0        3.75"), std::string::npos) << o;
+  EXPECT_NE(o.find("drops   6 (pool 2, ring 1, incomplete 0, orphan 3)"), std::string::npos) << o;
+  EXPECT_NE(o.find("12345 collectives, 12000 applied, 345 kept"), std::string::npos) << o;
+  EXPECT_NE(o.find("profiler rank 3, pid 4242: 407 collectives, 407 samples"), std::string::npos) << o;
+  EXPECT_NE(o.find("communicator 0x00000000000000bb"), std::string::npos) << o;
+  EXPECT_NE(o.find("10 collectives, 0 applied, 0 kept"), std::string::npos) << o;
+}
+
+TEST(LogSummarizeCli, JsonCarriesTheSameNumbers) {
+  auto r = runCli("log summarize --json " + kData + "/two_comms.jsonl");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["comms"].size(), 2u);
+  const auto& aa = j["comms"][0];
+  EXPECT_EQ(aa["comm"], "0x00000000000000aa");
+  EXPECT_EQ(aa["summaries"], 2);
+  ASSERT_EQ(aa["tables"].size(), 2u);
+  EXPECT_EQ(aa["tables"][1]["seq"], 5000);
+  ASSERT_EQ(aa["observed"].size(), 2u);
+  const auto& ar = aa["observed"][0];  // allreduce sorts first
+  EXPECT_EQ(ar["coll"], "allreduce");
+  EXPECT_EQ(ar["count"], 400);
+  EXPECT_EQ(ar["min_bytes"], 65536);
+  EXPECT_EQ(ar["max_bytes"], 90000);
+  EXPECT_DOUBLE_EQ(ar["p50_us"].get<double>(), 35.0);
+  EXPECT_DOUBLE_EQ(ar["p99_max_us"].get<double>(), 90.0);
+  EXPECT_DOUBLE_EQ(ar["busbw_gbs"].get<double>(), 3.75);
+  EXPECT_EQ(aa["observed"][1]["coll"], "allgather");
+  EXPECT_EQ(aa["drops"]["orphan"], 3);
+  EXPECT_EQ(j["processes"][0]["host"], "node01");
+  EXPECT_EQ(j["processes"][0]["stopped"], true);
+  EXPECT_EQ(j["processes"][0]["mode"], "apply");
+  EXPECT_EQ(j["processes"][0]["config"], "/etc/wirewise/table.json");
+  EXPECT_EQ(j["processes"][0]["log_dropped"], 17);
+}
+
+TEST(LogSummarizeCli, MalformedLinesAreCountedAndSkipped) {
+  auto r = runCli("log summarize --json " + kData + "/malformed.jsonl");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("skipped 3 malformed line(s) (line 3, 5, 6)"), std::string::npos) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["malformed"], 3);
+  EXPECT_EQ(j["unknown"], 1);
+  EXPECT_EQ(j["events"], 3);
+  ASSERT_EQ(j["comms"].size(), 1u);
+  // The profiler init with "nranks":"four" left no trace.
+  EXPECT_EQ(j["comms"][0]["inits"].size(), 1u);
+  EXPECT_EQ(j["comms"][0]["finalize"][0]["collectives"], 99);
+}
+
+TEST(LogSummarizeCli, MissingFileFailsWithAMessage) {
+  auto r = runCli("log summarize " + kData + "/does-not-exist.jsonl");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("does-not-exist.jsonl"), std::string::npos) << r.err;
+}
+
+TEST(LogSummary, SeveralFilesMergeByCommunicator) {
+  LogSummary s;
+  for (int i = 0; i < 2; ++i) {
+    std::ifstream in(kData + "/two_comms.jsonl");
+    addLog(in, &s);
+  }
+  ASSERT_EQ(s.comms.size(), 2u);
+  auto rows = s.comms[0].observed();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].count, 800u);
+  EXPECT_DOUBLE_EQ(rows[0].p50Us(), 35.0);
+  EXPECT_EQ(s.comms[0].drops.total(), 12u);
+}
+
+TEST(HumanBytes, UnitsAndExactness) {
+  EXPECT_EQ(humanBytes(0), "0 B");
+  EXPECT_EQ(humanBytes(1023), "1023 B");
+  EXPECT_EQ(humanBytes(65536), "64 KiB");
+  EXPECT_EQ(humanBytes(65537), "65537 B");
+  EXPECT_EQ(humanBytes(90000), "87.89 KiB");
+  EXPECT_EQ(humanBytes(3u << 19), "1.50 MiB");
+  EXPECT_EQ(humanBytes(uint64_t{1} << 30), "1 GiB");
+  EXPECT_EQ(humanBytes(UINT64_MAX), "max");
+  EXPECT_EQ(decisionText("tree", "ll", 0), "tree/ll ch=keep");
+}
+
+}  // namespace
+}  // namespace wirewise::tools

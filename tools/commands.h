@@ -1,0 +1,16 @@
+// The subcommands of `wirewise`. main.cc builds the CLI11 app and calls one add*Command per subcommand;
+// each lives in its own file, so a new subcommand plugs in with one declaration and one call.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace wirewise::tools {
+
+void addSettingsCommand(CLI::App& app);  // settings_cmd.cc
+void addDemoCommand(CLI::App& app);      // demo_cmd.cc
+void addLogCommand(CLI::App& app);       // log_cmd.cc
+#ifdef WW_HAVE_SIMULATE
+void addSimulateCommand(CLI::App& app);  // simulate_cmd.cc (the simulator's)
+#endif
+
+}  // namespace wirewise::tools

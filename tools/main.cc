@@ -1,0 +1,22 @@
+// `wirewise`: inspect the settings, watch the plugin decide, and read adaptation logs.
+#include <CLI/CLI.hpp>
+
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"wirewise: adaptive NCCL tuner and profiler plugin - command-line tool"};
+  app.set_version_flag("--version", std::string("wirewise ") + WIREWISE_VERSION);
+  app.require_subcommand(1);
+  wirewise::tools::addSettingsCommand(app);
+  wirewise::tools::addDemoCommand(app);
+  wirewise::tools::addLogCommand(app);
+#ifdef WW_HAVE_SIMULATE
+  wirewise::tools::addSimulateCommand(app);
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}
