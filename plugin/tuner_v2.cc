@@ -2,18 +2,12 @@
 // adapter zeroes that cell if it is enabled. We rebuild the only facts v2 gives us (CollNet and NVLS
 // support) as a table of equal, enabled costs, let the core decide on it, and read the answer back.
 #include "plugin/export.h"
-#include "plugin/nccl/tuner.h"
-#include "runtime/tuner_core.h"
+#include "plugin/shim_util.h"
 
 namespace {
 
 ncclResult_t init(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
-  wirewise::TunerInitArgs args;
-  args.abiVersion = 2;
-  args.nRanks = nRanks;
-  args.nNodes = nNodes;
-  args.logger = logFunction;
-  return wirewise::tunerInit(args, context);
+  return wirewise::shim::legacyTunerInit(2, nRanks, nNodes, logFunction, context);
 }
 
 ncclResult_t getCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport, int nvlsSupport,

@@ -1,24 +1,17 @@
 // Tuner interface v3 (NCCL 2.22-2.23): as v4 without regBuff.
 #include "plugin/export.h"
-#include "plugin/nccl/tuner.h"
-#include "runtime/tuner_core.h"
+#include "plugin/shim_util.h"
 
 namespace {
 
 ncclResult_t init(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, void** context) {
-  wirewise::TunerInitArgs args;
-  args.abiVersion = 3;
-  args.nRanks = nRanks;
-  args.nNodes = nNodes;
-  args.logger = logFunction;
-  return wirewise::tunerInit(args, context);
+  return wirewise::shim::legacyTunerInit(3, nRanks, nNodes, logFunction, context);
 }
 
 ncclResult_t getCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
                          int numAlgo, int numProto, int* nChannels) {
-  wirewise::CostTableView table(reinterpret_cast<float*>(collCostTable), numAlgo, numProto);
-  return wirewise::tunerGetCollInfo(context, {static_cast<int>(collType), nBytes, numPipeOps, 0, true}, table,
-                                    nChannels);
+  return wirewise::shim::costTableGetCollInfo(context, collType, nBytes, numPipeOps, collCostTable, numAlgo, numProto,
+                                              /*regBuff=*/0, nChannels);
 }
 
 ncclResult_t destroy(void* context) { return wirewise::tunerFinalize(context); }

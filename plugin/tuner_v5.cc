@@ -1,7 +1,6 @@
 // Tuner interface v5 (NCCL 2.28.3+, tried first): convert NCCL's arguments and call the core.
 #include "plugin/export.h"
-#include "plugin/nccl/tuner.h"
-#include "runtime/tuner_core.h"
+#include "plugin/shim_util.h"
 
 namespace {
 
@@ -22,16 +21,9 @@ ncclResult_t init(void** context, uint64_t commId, size_t nRanks, size_t nNodes,
   return wirewise::tunerInit(args, context);
 }
 
-ncclResult_t getCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps, float** collCostTable,
-                         int numAlgo, int numProto, int regBuff, int* nChannels) {
-  // collCostTable is a flat float[numAlgo][numProto] that NCCL casts to float**.
-  wirewise::CostTableView table(reinterpret_cast<float*>(collCostTable), numAlgo, numProto);
-  return wirewise::tunerGetCollInfo(context, {static_cast<int>(collType), nBytes, numPipeOps, regBuff, true}, table,
-                                    nChannels);
-}
-
 ncclResult_t finalize(void* context) { return wirewise::tunerFinalize(context); }
 
 }  // namespace
 
-extern "C" WW_EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {WW_PLUGIN_NAME, init, getCollInfo, finalize};
+extern "C" WW_EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {WW_PLUGIN_NAME, init,
+                                                                wirewise::shim::costTableGetCollInfo, finalize};

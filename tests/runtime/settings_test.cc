@@ -78,6 +78,8 @@ struct BadCase {
   const char* range;
 };
 
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name << "=" << c.value; }
+
 class BadSetting : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(BadSetting, WarnsNamingVariableValueAndRangeThenUsesDefault) {

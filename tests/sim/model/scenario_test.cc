@@ -83,6 +83,9 @@ struct BadCase {
   const char* expectPath;
 };
 
+// Readable test names in ctest's listing instead of the struct's bytes.
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.pointer << " = " << c.value; }
+
 class ScenarioBadTest : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(ScenarioBadTest, RejectedWithPath) {
