@@ -18,9 +18,28 @@ static int fail(const char* what) {
   return 1;
 }
 
+typedef struct {
+  const char* name;
+  int (*init)(void**, unsigned long long, int*, const char*, int, int, int, void*);
+} profiler_v5_head;
+
+/* NCCL 2.28 may never finalize a communicator nor dlclose the tuner (NVIDIA/nccl PR #2261): the
+   process must still exit cleanly with the plugin's background thread running. */
+static int leakAtExit(void* tuner, const tuner_v5* t) {
+  void* ctx = NULL;
+  static int mask;
+  const profiler_v5_head* p = (const profiler_v5_head*)dlsym(tuner, "ncclProfiler_v5");
+  void* pctx = NULL;
+  if (t->init(&ctx, 0x99ull, 8, 1, NULL, NULL, NULL) != 0 || ctx == NULL) return fail("init");
+  if (p == NULL || p->init(&pctx, 0x99ull, &mask, "leak", 1, 8, 0, NULL) != 0 || pctx == NULL)
+    return fail("profiler init");
+  printf("dlopen_c_test: exiting with live communicators\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s TUNER_SO PROFILER_SO\n", argv[0]);
+  if (argc != 3 && !(argc == 4 && strcmp(argv[3], "leak") == 0)) {
+    fprintf(stderr, "usage: %s TUNER_SO PROFILER_SO [leak]\n", argv[0]);
     return 2;
   }
   setenv("WIREWISE_LOG", "none", 1);
@@ -41,6 +60,7 @@ int main(int argc, char** argv) {
   }
   const tuner_v5* t = (const tuner_v5*)dlsym(tuner, "ncclTunerPlugin_v5");
   if (strcmp(t->name, "wirewise") != 0) return fail("name");
+  if (argc == 4) return leakAtExit(tuner, t);
   void* ctx = NULL;
   if (t->init(&ctx, 0x1234ull, 8, 1, NULL, NULL, NULL) != 0 || ctx == NULL) return fail("init");
   float table[7][3];

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdarg>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -241,6 +243,42 @@ TEST_F(PluginTest, LogRecordsLifecycleAndTable) {
   EXPECT_EQ(fin[0]["kept"], 1);
   EXPECT_EQ(logEvents("plugin_start").size(), 1u);
   EXPECT_EQ(logEvents("plugin_stop").size(), 1u);
+}
+
+// NCCL's logger stand-in: the plugin keeps the first non-null logger of the process.
+std::mutex gLogMu;
+std::vector<std::pair<int, std::string>> gLogLines;
+void captureLog(ncclDebugLogLevel level, unsigned long, const char*, int, const char* fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::lock_guard<std::mutex> lock(gLogMu);
+  gLogLines.emplace_back(level, buf);
+}
+
+TEST_F(PluginTest, BadSettingsAndLinesWarnThroughNcclsLoggerAndInitStillSucceeds) {
+  setenv("WIREWISE_SUMMARY_MS", "fast", 1);
+  useConfig("allreduce,0,100,warp,ll,1,-1,-1\n", "bad.conf");
+  std::string why;
+  auto tuner = Tuner::loadVersion(pluginHandle(), 5, &why);
+  void* ctx = nullptr;
+  ASSERT_EQ(tuner->init(&ctx, 3, 8, 1, captureLog, nullptr, nullptr), ncclSuccess);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_EQ(tuner->finalize(ctx), ncclSuccess);
+  unsetenv("WIREWISE_SUMMARY_MS");
+  std::lock_guard<std::mutex> lock(gLogMu);
+  auto warned = [](const std::vector<std::string>& parts) {
+    for (const auto& [level, text] : gLogLines) {
+      bool all = level == NCCL_LOG_WARN;
+      for (const auto& p : parts) all = all && text.find(p) != std::string::npos;
+      if (all) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(warned({"WIREWISE_SUMMARY_MS", "\"fast\"", "100 .. 3600000"}));
+  EXPECT_TRUE(warned({"bad.conf:1", "warp"}));
 }
 
 TEST_F(PluginTest, ObserveModeNeverChangesAnything) {
