@@ -5,6 +5,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "control/control_plane.h"
+#include "control/rendezvous.h"
 #include "runtime/log.h"
 
 namespace wirewise {
@@ -24,6 +26,9 @@ std::string hostName() {
 }
 
 const char* modeName(Mode m) { return m == Mode::Apply ? "apply" : m == Mode::Observe ? "observe" : "off"; }
+const char* syncName(SyncMode m) {
+  return m == SyncMode::Off ? "off" : m == SyncMode::On ? "on" : "deterministic";
+}
 
 // At unload or exit with comms never finalized: stop the thread while its code is still mapped.
 __attribute__((destructor)) void stopAtUnload() {
@@ -83,7 +88,24 @@ Runtime::Runtime(const EnvSource& env)
                                  {"WIREWISE_LOG", settings_.logPath},
                                  {"WIREWISE_SUMMARY_MS", std::to_string(settings_.summaryMs)},
                                  {"WIREWISE_EVENT_POOL", std::to_string(settings_.eventPool)},
-                                 {"WIREWISE_LOG_QUEUE", std::to_string(settings_.logQueue)}};
+                                 {"WIREWISE_LOG_QUEUE", std::to_string(settings_.logQueue)},
+                                 {"WIREWISE_SYNC", syncName(settings_.sync)},
+                                 {"WIREWISE_COORDINATOR", settings_.coordinator},
+                                 {"WIREWISE_JOB_KEY", settings_.jobKeySet ? "(set)" : "(derived)"},
+                                 {"WIREWISE_SYNC_TIMEOUT_MS", std::to_string(settings_.syncTimeoutMs)},
+                                 {"WIREWISE_JOIN_TIMEOUT_MS", std::to_string(settings_.joinTimeoutMs)},
+                                 {"WIREWISE_POLICY", settings_.policy},
+                                 {"WIREWISE_BOUNDARY_SPACING", std::to_string(settings_.boundarySpacing)}};
+  if (settings_.sync != SyncMode::Off) {
+    control::Rendezvous rv = control::resolveRendezvous(env);
+    if (!rv.problem.empty()) WW_WARN(NCCL_INIT | NCCL_ENV, "%s", rv.problem.c_str());
+    rvHost_ = rv.host;
+    rvPort_ = rv.port;
+    rvSource_ = rv.source;
+    control::JobKey k = control::resolveJobKey(env, static_cast<long>(getuid()));
+    jobKey_ = std::move(k.key);
+    jobKeySource_ = k.source;
+  }
   log_.post({{"event", "plugin_start"}, {"version", WIREWISE_VERSION}, {"host", host_}, {"settings", settingsJson}});
   WW_INFO(NCCL_INIT, "version %s, mode %s, log %s", WIREWISE_VERSION, modeName(settings_.mode),
           settings_.logPath.empty() ? "disabled" : settings_.logPath.c_str());
@@ -106,6 +128,66 @@ Runtime::Runtime(const EnvSource& env)
   thread_ = std::thread([this] { run(); });
 }
 
+control::ControlPlane* Runtime::controlPlane() {
+  std::lock_guard<std::mutex> lock(controlMu_);
+  if (settings_.sync == SyncMode::Off || settings_.mode != Mode::Apply) return nullptr;
+  if (controlStarted_) return control_.get();
+  controlStarted_ = true;
+  control::ControlOptions o;
+  o.host = rvHost_;
+  o.port = rvPort_;
+  o.jobKey = jobKey_;
+  o.params.deterministic = settings_.sync == SyncMode::Deterministic;
+  o.params.joinTimeoutMs = settings_.joinTimeoutMs;
+  if (settings_.boundarySpacing > 0) {
+    o.params.fixedSpacing = static_cast<uint64_t>(settings_.boundarySpacing);
+    o.params.useFixedSpacing = true;
+  }
+  o.policy = settings_.policy;
+  const ParsedConfig* cfg = &config_;
+  o.staticRules = [cfg](uint64_t, uint32_t nRanks, uint32_t nNodes) { return rulesForComm(*cfg, nRanks, nNodes); };
+  o.log = [this](bool warn, const std::string& line) {
+    if (warn)
+      WW_WARN(NCCL_INIT | NCCL_TUNING, "%s", line.c_str());
+    else
+      WW_INFO(NCCL_INIT | NCCL_TUNING, "%s", line.c_str());
+    event({{"event", "control"}, {"level", warn ? "warn" : "info"}, {"message", line}});
+  };
+  o.onVerdict = [this](const control::Member& m, const control::Verdict& v) {
+    char digest[24] = "";
+    if (!v.observeOnly) {
+      uint64_t d = DecisionTable::build(v.rules, v.reason)->digest();
+      std::snprintf(digest, sizeof digest, "%016" PRIx64, d);
+      if (v.index == 0 && v.reason == "static" && d != m.configDigest())
+        WW_WARN(NCCL_INIT | NCCL_TUNING,
+                "comm %s: the coordinator's static table (digest %s) differs from this rank's WIREWISE_CONFIG "
+                "(digest %016" PRIx64 "); the coordinator's applies from collective %" PRIu64,
+                hexId(m.commId()).c_str(), digest, m.configDigest(), v.boundary);
+    }
+    event({{"event", "verdict"},
+           {"comm", hexId(m.commId())},
+           {"index", v.index},
+           {"boundary", v.boundary},
+           {"next", v.next == UINT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(v.next)},
+           {"observe_only", v.observeOnly},
+           {"reason", v.reason},
+           {"digest", digest}});
+  };
+  try {
+    control_ = std::make_unique<control::ControlPlane>(std::move(o));
+    WW_INFO(NCCL_INIT, "control plane: coordinator %s (from %s, %s), job key %s", control_->address().c_str(),
+            rvSource_.c_str(), control_->hosting() ? "hosted here" : "remote", jobKeySource_.c_str());
+    event({{"event", "control_start"},
+           {"coordinator", control_->address()},
+           {"source", rvSource_},
+           {"hosting", control_->hosting()},
+           {"job_key", jobKeySource_}});
+  } catch (const std::exception& e) {
+    WW_WARN(NCCL_INIT, "control plane could not start (%s); communicators keep their static table", e.what());
+  }
+  return control_.get();
+}
+
 Runtime::~Runtime() {
   stopThread();
   log_.post({{"event", "plugin_stop"}, {"log_dropped", log_.dropped()}});
@@ -113,6 +195,11 @@ Runtime::~Runtime() {
 }
 
 void Runtime::stopThread() {
+  {
+    // The control plane's I/O thread goes first: it posts events to the log.
+    std::lock_guard<std::mutex> lock(controlMu_);
+    control_.reset();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return;

@@ -26,6 +26,10 @@
 
 namespace wirewise {
 
+namespace control {
+class ControlPlane;
+}
+
 class Runtime {
  public:
   // Takes a reference, creating the runtime on first use. env is used only when it is created.
@@ -47,6 +51,11 @@ class Runtime {
   void removeSink(EventSink* sink);
 
   static std::string hexId(uint64_t id);
+
+  // The control plane (docs/control-plane.md), started by the first call: its Boost.Asio I/O thread, its
+  // client and, if this process binds the rendezvous address first, the coordinator. Null when
+  // WIREWISE_SYNC is off. Thread-safe; never called from getCollInfo.
+  control::ControlPlane* controlPlane();
 
   ~Runtime();
   void stopThread();  // idempotent
@@ -72,6 +81,15 @@ class Runtime {
   std::vector<std::unique_ptr<Tracked>> sinks_;
   std::chrono::steady_clock::time_point lastSummary_;
   std::thread thread_;
+
+  // Resolved when the runtime starts (the environment is read only then); used at the first controlPlane().
+  std::string rvHost_, rvSource_;
+  uint16_t rvPort_ = 0;
+  std::vector<uint8_t> jobKey_;
+  std::string jobKeySource_;
+  std::mutex controlMu_;
+  bool controlStarted_ = false;
+  std::unique_ptr<control::ControlPlane> control_;
 };
 
 }  // namespace wirewise

@@ -26,6 +26,27 @@ constexpr SettingDoc kDocs[] = {
      "in-flight collectives tracked per communicator; beyond it profiler events are dropped and counted"},
     {"WIREWISE_LOG_QUEUE", "int", "8192", "16 .. 1048576",
      "adaptation-log lines held in memory while the writer catches up; beyond it lines are dropped and counted"},
+    {"WIREWISE_SYNC", "enum", "off", "off, on, deterministic",
+     "agreement across ranks through the coordinator (docs/control-plane.md); deterministic: the coordinator "
+     "waits for every member's report (simulator)"},
+    {"WIREWISE_COORDINATOR", "text", "(rendezvous)", "host:port",
+     "the coordinator's address; else MASTER_ADDR with MASTER_PORT+17, SLURM, Open MPI, loopback"},
+    {"WIREWISE_JOB_KEY", "text", "(derived from the launcher's job id)", "any non-empty text",
+     "shared secret that authenticates control-plane messages; set it where other users can reach the port"},
+    {"WIREWISE_SYNC_TIMEOUT_MS", "int", "30000", "100 .. 3600000",
+     "a communicator waiting this long at a boundary for its verdict logs a WARN (and again every interval)"},
+    {"WIREWISE_JOIN_TIMEOUT_MS", "int", "10000", "100 .. 3600000",
+     "members of a communicator must all join within this time, else it is observe-only"},
+    {"WIREWISE_POLICY", "enum", "static", "static, random-test",
+     "the coordinator's policy: static distributes WIREWISE_CONFIG; random-test changes tables at every boundary "
+     "(tests only)"},
+    {"WIREWISE_BOUNDARY_SPACING", "int", "0", "0, or 8 .. 1048576",
+     "collectives between boundaries; 0: from observed rates (about 100 ms of a comm's traffic; 256 in "
+     "deterministic mode)"},
+    {"WIREWISE_NET_STREAMS", "int", "1", "1 .. 16",
+     "net face: TCP connections per rail in every send/receive connection"},
+    {"WIREWISE_NET_CHUNK_KB", "int", "256", "4 .. 1048576",
+     "net face: messages larger than this many KiB are striped across rails in chunks of this size"},
 };
 
 std::string describe(const SettingDoc& d) { return std::string(d.name) + " (" + d.range + ")"; }
@@ -105,6 +126,37 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
   readInt(env, "WIREWISE_SUMMARY_MS", 100, 3600000, &s.summaryMs, warnings);
   readInt(env, "WIREWISE_EVENT_POOL", 16, 1 << 20, &s.eventPool, warnings);
   readInt(env, "WIREWISE_LOG_QUEUE", 16, 1 << 20, &s.logQueue, warnings);
+
+  if (const char* m = env("WIREWISE_SYNC"); m && *m) {
+    std::string v(m);
+    for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (v == "off") s.sync = SyncMode::Off;
+    else if (v == "on") s.sync = SyncMode::On;
+    else if (v == "deterministic") s.sync = SyncMode::Deterministic;
+    else
+      warnings->push_back("ignoring WIREWISE_SYNC=\"" + std::string(m) + "\": accepted values are " +
+                          describe(docOf("WIREWISE_SYNC")) + "; using the default off");
+  }
+  if (const char* c = env("WIREWISE_COORDINATOR"); c && *c) s.coordinator = c;
+  if (const char* k = env("WIREWISE_JOB_KEY"); k && *k) s.jobKeySet = true;
+  readInt(env, "WIREWISE_SYNC_TIMEOUT_MS", 100, 3600000, &s.syncTimeoutMs, warnings);
+  readInt(env, "WIREWISE_JOIN_TIMEOUT_MS", 100, 3600000, &s.joinTimeoutMs, warnings);
+  readInt(env, "WIREWISE_BOUNDARY_SPACING", 0, 1 << 20, &s.boundarySpacing, warnings);
+  readInt(env, "WIREWISE_NET_STREAMS", 1, 16, &s.netStreams, warnings);
+  readInt(env, "WIREWISE_NET_CHUNK_KB", 4, 1 << 20, &s.netChunkKb, warnings);
+  if (s.boundarySpacing > 0 && s.boundarySpacing < 8) {
+    warnings->push_back("ignoring WIREWISE_BOUNDARY_SPACING=" + std::to_string(s.boundarySpacing) +
+                        ": accepted range is 0, or 8 .. 1048576; using the default 0");
+    s.boundarySpacing = 0;
+  }
+  if (const char* p = env("WIREWISE_POLICY"); p && *p) {
+    std::string v(p);
+    if (v == "static" || v == "random-test")
+      s.policy = v;
+    else
+      warnings->push_back("ignoring WIREWISE_POLICY=\"" + v + "\": accepted values are " +
+                          describe(docOf("WIREWISE_POLICY")) + "; using the default static");
+  }
   return s;
 }
 

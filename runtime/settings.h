@@ -18,6 +18,14 @@ enum class Mode : uint8_t {
   Off,      // pass-through: no tables, no profiling beyond what NCCL asks
 };
 
+// Agreement across ranks (docs/control-plane.md). Off by default until an adaptive policy changes tables
+// at run time: a static table is built identically by every rank from the shared file and needs none.
+enum class SyncMode : uint8_t {
+  Off,            // no control plane: the static table stays in force
+  On,             // coordinator + boundaries; the coordinator decides on the reports it has after a short wait
+  Deterministic,  // as On, but the coordinator waits for every member's report (the simulator's mode)
+};
+
 struct Settings {
   std::string config;            // WIREWISE_CONFIG
   std::string logPath;           // WIREWISE_LOG, after %h/%p expansion; "" = disabled
@@ -25,6 +33,15 @@ struct Settings {
   int64_t summaryMs = 10000;     // WIREWISE_SUMMARY_MS
   int64_t eventPool = 1024;      // WIREWISE_EVENT_POOL
   int64_t logQueue = 8192;       // WIREWISE_LOG_QUEUE
+  SyncMode sync = SyncMode::Off;   // WIREWISE_SYNC
+  std::string coordinator;         // WIREWISE_COORDINATOR (read by control/rendezvous, kept for the log)
+  bool jobKeySet = false;          // WIREWISE_JOB_KEY is set (its value is never stored here or logged)
+  int64_t syncTimeoutMs = 30000;   // WIREWISE_SYNC_TIMEOUT_MS
+  int64_t joinTimeoutMs = 10000;   // WIREWISE_JOIN_TIMEOUT_MS
+  std::string policy = "static";   // WIREWISE_POLICY
+  int64_t boundarySpacing = 0;     // WIREWISE_BOUNDARY_SPACING; 0: from observed rates
+  int64_t netStreams = 1;          // WIREWISE_NET_STREAMS
+  int64_t netChunkKb = 256;        // WIREWISE_NET_CHUNK_KB
 };
 
 // Returns the value of a variable or null. The default reads the process environment.

@@ -1,10 +1,19 @@
 #include "runtime/tuner_core.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
+#include <cinttypes>
 #include <memory>
 #include <new>
+#include <thread>
 
 #include "adaptive/decision_table.h"
+#include "control/boundary.h"
+#include "control/control_plane.h"
+#include "control/member.h"
+#include "control/sha256.h"
 #include "runtime/log.h"
 #include "runtime/runtime.h"
 
@@ -24,7 +33,92 @@ struct TunerComm {
   std::atomic<const DecisionTable*> table{nullptr};
   std::vector<std::shared_ptr<const DecisionTable>> owned;
   std::atomic<uint64_t> calls{0}, applied{0}, kept{0};
+
+  // Agreement (docs/control-plane.md). Without a member (sync off, observe mode, tuner v2..v4 with no
+  // commId) nextBoundary stays kNoBoundary and the static table holds for the comm's life.
+  // nextBoundary is written only by the thread that calls getCollInfo for this comm (NCCL issues a comm's
+  // collectives from one thread at a time); atomic so that concurrent test callers stay well-defined.
+  std::atomic<uint64_t> nextBoundary{control::kNoBoundary};
+  uint64_t nextIndex = 0;
+  std::shared_ptr<control::Member> member;
+  std::string coordinator;
+  int64_t syncTimeoutMs = 30000, joinTimeoutMs = 10000;
 };
+
+int64_t steadyUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Bounded, explained wait for verdict `index` at boundary `seq`. Null: this member never got its join out
+// of the process in time, so the coordinator cannot have counted it and nobody else can change either: it
+// stays on its table for good. Otherwise it keeps waiting, warning every syncTimeoutMs (a hang that
+// explains itself beats a silent divergence).
+const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
+  const auto start = std::chrono::steady_clock::now();
+  auto pause = std::chrono::microseconds(5);
+  int warned = 0;
+  for (;;) {
+    if (const control::VerdictNode* n = c.member->tryTake(c.nextIndex)) {
+      if (warned > 0)
+        WW_WARN(NCCL_TUNING, "comm %s: verdict for boundary %" PRIu64 " arrived after %lld ms",
+                Runtime::hexId(c.commId).c_str(), seq,
+                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count()));
+      return n;
+    }
+    auto waitedMs =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+    if (!c.member->joinSent.load(std::memory_order_acquire) && waitedMs >= c.joinTimeoutMs) {
+      WW_WARN(NCCL_TUNING, "comm %s: could not reach the coordinator at %s within %lld ms; observe-only",
+              Runtime::hexId(c.commId).c_str(), c.coordinator.c_str(), static_cast<long long>(waitedMs));
+      return nullptr;
+    }
+    if (waitedMs >= (warned + 1) * c.syncTimeoutMs) {
+      ++warned;
+      WW_WARN(NCCL_TUNING,
+              "comm %s: waiting %lld ms at boundary %" PRIu64 " (collective %" PRIu64
+              ") for the verdict of coordinator %s; every rank must switch tables at the same collective, so "
+              "this rank waits",
+              Runtime::hexId(c.commId).c_str(), static_cast<long long>(waitedMs), c.nextIndex, seq,
+              c.coordinator.c_str());
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+}
+
+// The rare path of getCollInfo: collective `seq` is boundary B_nextIndex. Out of line so that the hot
+// path stays one compare.
+__attribute__((noinline, cold)) void crossBoundary(TunerComm& c, uint64_t seq) noexcept {
+  if (!c.member) {
+    c.nextBoundary.store(control::kNoBoundary, std::memory_order_relaxed);
+    return;
+  }
+  const control::VerdictNode* n = c.member->tryTake(c.nextIndex);
+  if (n == nullptr) n = waitForVerdict(c, seq);
+  if (n == nullptr || n->observeOnly) {
+    c.nextBoundary.store(control::kNoBoundary, std::memory_order_relaxed);
+    return;
+  }
+  c.table.store(n->table.get(), std::memory_order_release);
+  c.nextBoundary.store(n->next, std::memory_order_relaxed);
+  ++c.nextIndex;
+  control::Member& m = *c.member;
+  m.prevPassedAtUs.store(m.passedAtUs.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  m.passedAtUs.store(steadyUs(), std::memory_order_relaxed);
+  m.passedSeq.store(seq, std::memory_order_relaxed);
+  m.passed.store(n->index + 1, std::memory_order_release);
+}
+
+uint64_t memberIdOf(const std::string& host, const void* context) {
+  std::string who = host + "/" + std::to_string(getpid()) + "/" + std::to_string(reinterpret_cast<uintptr_t>(context));
+  control::Digest d = control::sha256({reinterpret_cast<const uint8_t*>(who.data()), who.size()});
+  uint64_t id = 0;
+  for (int i = 0; i < 8; ++i) id = (id << 8) | d[static_cast<size_t>(i)];
+  return id;
+}
 
 nlohmann::json rangesJson(const DecisionTable& t) {
   nlohmann::json out = nlohmann::json::array();
@@ -87,6 +181,19 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
       }
     }
     publish(*rt, *c, table, source);
+    // Agreement needs the commId that only tuner v5 gives: v2..v4 comms keep their static table.
+    if (args.hasCommId && c->mode == Mode::Apply && args.nRanks > 0) {
+      if (control::ControlPlane* cp = rt->controlPlane()) {
+        c->member = std::make_shared<control::Member>(c->commId, memberIdOf(rt->host(), c.get()),
+                                                      static_cast<uint32_t>(args.nRanks),
+                                                      static_cast<uint32_t>(args.nNodes), table->digest());
+        c->coordinator = cp->address();
+        c->syncTimeoutMs = rt->settings().syncTimeoutMs;
+        c->joinTimeoutMs = rt->settings().joinTimeoutMs;
+        c->nextBoundary.store(control::kB0, std::memory_order_relaxed);
+        cp->addMember(c->member);
+      }
+    }
     WW_INFO(NCCL_INIT | NCCL_TUNING, "tuner_v%d comm %s: %zu ranks, %zu nodes, table from %s (%zu ranges)",
             args.abiVersion, Runtime::hexId(c->commId).c_str(), args.nRanks, args.nNodes, source.c_str(),
             table->ranges().size());
@@ -106,7 +213,9 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
 ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableView table, int* nChannels) noexcept {
   auto* c = static_cast<TunerComm*>(context);
   if (c == nullptr || nChannels == nullptr) return ncclSuccess;
-  c->calls.fetch_add(1, std::memory_order_relaxed);  // seq: names the same collective on every rank
+  // seq names the same collective on every rank; the hot path's only agreement work is this compare.
+  const uint64_t seq = c->calls.fetch_add(1, std::memory_order_relaxed);
+  if (seq >= c->nextBoundary.load(std::memory_order_relaxed)) [[unlikely]] crossBoundary(*c, seq);
   if (c->mode != Mode::Apply) return ncclSuccess;
   const DecisionTable* t = c->table.load(std::memory_order_acquire);
   if (t == nullptr || t->isNeutral() || !table.valid()) return ncclSuccess;
@@ -125,12 +234,15 @@ ncclResult_t tunerFinalize(void* context) noexcept {
   if (c == nullptr) return ncclSuccess;
   try {
     Runtime* rt = Runtime::acquire();
+    if (c->member)
+      if (control::ControlPlane* cp = rt->controlPlane()) cp->removeMember(c->member);
     rt->event({{"event", "comm_finalize"},
                {"comm", Runtime::hexId(c->commId)},
                {"face", "tuner"},
                {"collectives", c->calls.load()},
                {"applied", c->applied.load()},
-               {"kept", c->kept.load()}});
+               {"kept", c->kept.load()},
+               {"boundaries", c->nextIndex}});
     Runtime::release();
   } catch (...) {
   }

@@ -1,5 +1,5 @@
 /* Loads the built library the way NCCL does (RTLD_NOW | RTLD_LOCAL) from a plain C program: catches
-   unresolved symbols, C++ leaks into the dynamic interface, and checks that the tuner and profiler
+   unresolved symbols, C++ leaks into the dynamic interface, and checks that the tuner, profiler and net
    names resolve to one instance. Drives one v5 getCollInfo on a flat float[7][3] table. */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -47,8 +47,9 @@ int main(int argc, char** argv) {
   if (!tuner) return fail("dlopen tuner");
   void* profiler = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
   if (!profiler) return fail("dlopen profiler symlink");
-  const char* syms[] = {"ncclTunerPlugin_v5", "ncclTunerPlugin_v4", "ncclTunerPlugin_v3",
-                        "ncclTunerPlugin_v2", "ncclProfiler_v5",    "ncclProfiler_v4"};
+  const char* syms[] = {"ncclTunerPlugin_v5", "ncclTunerPlugin_v4", "ncclTunerPlugin_v3", "ncclTunerPlugin_v2",
+                        "ncclProfiler_v5",    "ncclProfiler_v4",    "ncclNetPlugin_v11",  "ncclNetPlugin_v10",
+                        "ncclNetPlugin_v9",   "ncclNetPlugin_v8"};
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; ++i) {
     void* a = dlsym(tuner, syms[i]);
     void* b = dlsym(profiler, syms[i]);
@@ -57,6 +58,11 @@ int main(int argc, char** argv) {
       fprintf(stderr, "FAIL: %s differs between the tuner and profiler names: two instances\n", syms[i]);
       return 1;
     }
+  }
+  /* The net face: every version is named "wirewise" (NCCL matches NCCL_NET against it). */
+  for (size_t i = 6; i < sizeof syms / sizeof syms[0]; ++i) {
+    const char* const* netName = (const char* const*)dlsym(tuner, syms[i]);
+    if (strcmp(*netName, "wirewise") != 0) return fail(syms[i]);
   }
   const tuner_v5* t = (const tuner_v5*)dlsym(tuner, "ncclTunerPlugin_v5");
   if (strcmp(t->name, "wirewise") != 0) return fail("name");

@@ -1,0 +1,111 @@
+// Verdict round trip on loopback: N members of one communicator spread over C client connections, a
+// coordinator on its own I/O thread (deterministic mode: it waits for every member's report). Each round,
+// every member passes boundary B_k at once; the round trip is the time until every member holds verdict
+// k+1. Also reports the coordinator thread's CPU time per member per round.
+//
+//   ww_bench_verdict_roundtrip [members=1024] [connections=64] [rounds=200]
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "control/client.h"
+#include "control/coordinator.h"
+
+using namespace wirewise::control;
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+static double threadCpuMs(pthread_t t) {
+  clockid_t id;
+  timespec ts{};
+  if (pthread_getcpuclockid(t, &id) != 0 || clock_gettime(id, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+int main(int argc, char** argv) {
+  const int members = argc > 1 ? std::atoi(argv[1]) : 1024;
+  const int conns = argc > 2 ? std::atoi(argv[2]) : 64;
+  const int rounds = argc > 3 ? std::atoi(argv[3]) : 200;
+  std::vector<uint8_t> key{'b', 'e', 'n', 'c', 'h'};
+  auto log = [](bool warn, const std::string& s) {
+    if (warn) std::fprintf(stderr, "%s\n", s.c_str());
+  };
+
+  asio::io_context coordIo;
+  asio::ip::tcp::acceptor acc(coordIo, {asio::ip::make_address("127.0.0.1"), 0});
+  uint16_t port = acc.local_endpoint().port();
+  AgreementParams params;
+  params.deterministic = true;
+  params.fixedSpacing = 8;
+  Coordinator coord(coordIo, std::move(acc), key, params, makeRandomTablePolicy(1), nullptr, log);
+  coord.start();
+  std::thread coordThread([&] { coordIo.run(); });
+
+  asio::io_context clientIo;
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::shared_ptr<Member>> ms;
+  for (int c = 0; c < conns; ++c)
+    clients.push_back(std::make_unique<Client>(clientIo, "127.0.0.1", port, key, log, nullptr));
+  for (int m = 0; m < members; ++m) {
+    ms.push_back(
+        std::make_shared<Member>(0xBE7C4, 1000 + static_cast<uint64_t>(m), static_cast<uint32_t>(members), 1, 0));
+    clients[static_cast<size_t>(m % conns)]->add(ms.back());
+  }
+  for (auto& c : clients) c->start();
+  std::thread clientThread([&] { clientIo.run(); });
+
+  auto waitAll = [&](uint64_t have) {
+    for (;;) {
+      bool all = true;
+      for (auto& m : ms)
+        if (m->delivered() < have) {
+          all = false;
+          break;
+        }
+      if (all) return;
+      std::this_thread::yield();
+    }
+  };
+  waitAll(1);  // verdict 0: everyone joined
+  std::vector<double> rtt;
+  double cpu0 = threadCpuMs(coordThread.native_handle());
+  uint64_t boundary = 64;
+  for (int k = 0; k < rounds; ++k) {
+    for (auto& m : ms) (void)m->tryTake(static_cast<uint64_t>(k));
+    auto t0 = Clock::now();
+    for (auto& m : ms) {
+      m->passedSeq.store(boundary, std::memory_order_relaxed);
+      m->passed.store(static_cast<uint64_t>(k) + 1, std::memory_order_release);
+    }
+    waitAll(static_cast<uint64_t>(k) + 2);
+    rtt.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    boundary += 8;
+  }
+  double cpu = threadCpuMs(coordThread.native_handle()) - cpu0;
+  std::sort(rtt.begin(), rtt.end());
+  auto pct = [&](double q) {
+    return rtt[std::min(rtt.size() - 1, static_cast<size_t>(q * static_cast<double>(rtt.size())))];
+  };
+  std::printf(
+      "{\"members\": %d, \"connections\": %d, \"rounds\": %d, \"rtt_p50_ms\": %.3f, \"rtt_p99_ms\": %.3f, "
+      "\"coordinator_cpu_us_per_member_round\": %.3f}\n",
+      members, conns, rounds, pct(0.5), pct(0.99), cpu * 1000.0 / members / rounds);
+  asio::post(clientIo, [&] {
+    for (auto& c : clients) c->stop();
+  });
+  asio::post(coordIo, [&] { coord.stop(); });
+  clientThread.join();
+  coordThread.join();
+  return 0;
+}

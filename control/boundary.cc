@@ -1,0 +1,79 @@
+#include "control/boundary.h"
+
+#include <algorithm>
+
+namespace wirewise::control {
+
+CommAgreement::CommAgreement(uint64_t commId, uint32_t nRanks, uint32_t nNodes, AgreementParams params, Policy* policy)
+    : commId_(commId), nRanks_(nRanks), nNodes_(nNodes), params_(params), policy_(policy) {}
+
+void CommAgreement::issue(Verdict v) { verdicts_.push_back(std::move(v)); }
+
+void CommAgreement::join(uint64_t memberId, int64_t nowMs) {
+  if (firstJoinMs_ < 0) firstJoinMs_ = nowMs;
+  // Beyond nRanks distinct members something is wrong (a stale member of a reused id): never count more.
+  if (members_.size() < nRanks_) members_.insert(memberId);
+  if (verdicts_.empty() && members_.size() == nRanks_) {
+    std::vector<Report> none;
+    PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, 0, &none});
+    issue({commId_, 0, kB0, kB0 + std::max(params_.fixedSpacing, kMinSpacing), false, out.reason, out.rules});
+  }
+}
+
+void CommAgreement::report(const Report& r, int64_t nowMs) {
+  if (verdicts_.empty() || observeOnly()) return;
+  if (r.index + 1 != verdicts_.size() || r.seq != verdicts_.back().boundary) return;  // stale or early
+  if (!members_.count(r.memberId) || !pendingFrom_.insert(r.memberId).second) return;
+  if (firstReportMs_ < 0) firstReportMs_ = nowMs;
+  pending_.push_back(r);
+  maybeDecide(nowMs);
+}
+
+void CommAgreement::tick(int64_t nowMs) {
+  if (verdicts_.empty()) {
+    if (firstJoinMs_ >= 0 && nowMs - firstJoinMs_ >= params_.joinTimeoutMs)
+      issue({commId_, 0, kB0, kNoBoundary, true, "observe-only: not all members joined", {}});
+    return;
+  }
+  maybeDecide(nowMs);
+}
+
+void CommAgreement::maybeDecide(int64_t nowMs) {
+  if (pending_.empty()) return;
+  bool all = pendingFrom_.size() >= nRanks_;
+  bool waited = !params_.deterministic && nowMs - firstReportMs_ >= params_.reportWaitMs;
+  if (!all && !waited) return;
+  const Verdict& prev = verdicts_.back();
+  uint64_t spacing = std::max(params_.fixedSpacing, kMinSpacing);
+  if (!params_.deterministic && !params_.useFixedSpacing) {
+    uint64_t slowest = 0;  // the longest time any member took for the previous interval
+    for (const auto& r : pending_) slowest = std::max(slowest, r.elapsedUs);
+    uint64_t prevSpacing = prev.index == 0 ? spacing : prev.next - prev.boundary;
+    if (slowest > 0) {
+      long double perMs = static_cast<long double>(prevSpacing) * 1000.0L / static_cast<long double>(slowest);
+      spacing = static_cast<uint64_t>(perMs * static_cast<long double>(params_.targetMs));
+    }
+    spacing = std::clamp<uint64_t>(spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
+  }
+  PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, prev.index + 1, &pending_});
+  uint64_t b = prev.next;
+  issue({commId_, prev.index + 1, b, b + spacing, false, out.reason, out.rules});
+  pending_.clear();
+  pendingFrom_.clear();
+  firstReportMs_ = -1;
+}
+
+int64_t CommAgreement::nextDeadlineMs(int64_t nowMs) const {
+  if (verdicts_.empty())
+    return firstJoinMs_ < 0 ? -1 : std::max<int64_t>(0, firstJoinMs_ + params_.joinTimeoutMs - nowMs);
+  if (pending_.empty() || params_.deterministic) return -1;
+  return std::max<int64_t>(0, firstReportMs_ + params_.reportWaitMs - nowMs);
+}
+
+std::vector<Verdict> CommAgreement::takeNew() {
+  std::vector<Verdict> out(verdicts_.begin() + static_cast<std::ptrdiff_t>(taken_), verdicts_.end());
+  taken_ = verdicts_.size();
+  return out;
+}
+
+}  // namespace wirewise::control

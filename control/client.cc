@@ -1,0 +1,150 @@
+#include "control/client.h"
+
+#include <boost/asio/connect.hpp>
+
+namespace wirewise::control {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+constexpr auto kPoll = std::chrono::microseconds(500);
+constexpr auto kRetry = std::chrono::milliseconds(100);
+}  // namespace
+
+Client::Client(asio::io_context& io, std::string host, uint16_t port, std::vector<uint8_t> jobKey, LogFn log,
+               VerdictFn onVerdict)
+    : io_(io),
+      host_(std::move(host)),
+      port_(port),
+      jobKey_(std::move(jobKey)),
+      log_(std::move(log)),
+      onVerdict_(std::move(onVerdict)),
+      tick_(io),
+      retry_(io) {}
+
+void Client::start() {
+  connect();
+  tick();
+}
+
+void Client::stop() {
+  stopped_ = true;
+  tick_.cancel();
+  retry_.cancel();
+  if (session_) session_->close("stopping");
+  session_.reset();
+}
+
+void Client::add(std::shared_ptr<Member> m) {
+  members_.push_back(m);
+  if (session_ && session_->open()) join(*m);
+}
+
+void Client::remove(const std::shared_ptr<Member>& m) {
+  std::erase(members_, m);
+  if (session_ && session_->open()) session_->send(MsgType::Leave, encode(Leave{m->commId(), m->memberId()}));
+}
+
+void Client::cut() {
+  if (session_) session_->close("cut by test");
+}
+
+void Client::join(Member& m) {
+  Join j{m.commId(), m.memberId(), m.nRanks(), m.nNodes(), m.configDigest(), m.delivered()};
+  session_->send(MsgType::Join, encode(j));
+  m.joinSent.store(true, std::memory_order_release);
+  // Re-send the newest report after a reconnect: the coordinator ignores one it already has.
+  uint64_t p = m.passed.load(std::memory_order_acquire);
+  m.reported = p > 0 ? p - 1 : 0;
+}
+
+void Client::connect() {
+  if (stopped_ || connecting_) return;
+  connecting_ = true;
+  auto sock = std::make_shared<tcp::socket>(io_);
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(host_, ec);
+  std::vector<tcp::endpoint> eps;
+  if (!ec) {
+    eps.emplace_back(addr, port_);
+  } else {
+    tcp::resolver res(io_);
+    for (const auto& e : res.resolve(host_, std::to_string(port_), ec)) eps.push_back(e.endpoint());
+    if (ec || eps.empty()) {
+      connecting_ = false;
+      return retryLater("cannot resolve " + host_ + ": " + ec.message());
+    }
+  }
+  asio::async_connect(*sock, eps, [this, sock](boost::system::error_code cec, const tcp::endpoint&) {
+    connecting_ = false;
+    if (stopped_) return;
+    if (cec) return retryLater(cec.message());
+    ++connects_;
+    if (warned_) log_(false, "control plane: reconnected to coordinator " + host_ + ":" + std::to_string(port_));
+    warned_ = false;
+    session_ = std::make_shared<Session>(std::move(*sock), jobKey_, false);
+    std::weak_ptr<Session> weak = session_;
+    session_->start([this](const Frame& f) { onFrame(f); },
+                    [this, weak](const std::string& why) {
+                      if (stopped_) return;
+                      auto sp = weak.lock();
+                      if (sp && sp == session_) session_.reset();
+                      retryLater("connection lost: " + why);
+                    });
+    for (auto& m : members_) join(*m);
+  });
+}
+
+void Client::retryLater(const std::string& why) {
+  if (stopped_) return;
+  if (!warned_)
+    log_(true, "control plane: coordinator " + host_ + ":" + std::to_string(port_) + " unreachable (" + why +
+                   "); retrying. Communicators keep their table and wait at their next boundary without a verdict");
+  // A lost connection is retried at once (the coordinator is probably still there); then every kRetry.
+  retry_.expires_after(warned_ ? kRetry : std::chrono::milliseconds(0));
+  warned_ = true;
+  retry_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) connect();
+  });
+}
+
+void Client::onFrame(const Frame& f) {
+  if (f.type != MsgType::Verdict) {
+    if (session_) session_->close("rejected: unexpected message type from the coordinator");
+    return;
+  }
+  Verdict v;
+  if (!decode(f.payload, &v)) {
+    if (session_) session_->close("rejected: malformed verdict");
+    return;
+  }
+  std::shared_ptr<const DecisionTable> table;  // built once, on first need, for all members of the comm
+  for (auto& m : members_) {
+    if (m->commId() != v.commId || m->delivered() != v.index) continue;
+    if (!table && !v.observeOnly) table = DecisionTable::build(v.rules, v.reason);
+    if (m->deliver(v, table) != nullptr && onVerdict_) onVerdict_(*m, v);
+  }
+}
+
+void Client::tick() {
+  if (stopped_) return;
+  if (session_ && session_->open()) {
+    for (auto& m : members_) {
+      uint64_t p = m->passed.load(std::memory_order_acquire);
+      if (p <= m->reported) continue;
+      m->reported = p;
+      int64_t at = m->passedAtUs.load(std::memory_order_relaxed),
+              prev = m->prevPassedAtUs.load(std::memory_order_relaxed);
+      Report r{m->commId(), m->memberId(), p - 1, m->passedSeq.load(std::memory_order_relaxed),
+               static_cast<uint64_t>(std::max<int64_t>(0, at - prev))};
+      session_->send(MsgType::Report, encode(r));
+    }
+  }
+  tick_.expires_after(kPoll);
+  tick_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) tick();
+  });
+}
+
+}  // namespace wirewise::control

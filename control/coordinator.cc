@@ -1,0 +1,177 @@
+#include "control/coordinator.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+namespace wirewise::control {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+constexpr size_t kMaxSessions = 16384;
+constexpr size_t kMaxQueuedBytes = size_t{64} << 20;  // a member that stops reading is dropped
+constexpr auto kTick = std::chrono::milliseconds(2);
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016" PRIx64, v);
+  return b;
+}
+}  // namespace
+
+Coordinator::Coordinator(asio::io_context& io, tcp::acceptor acceptor, std::vector<uint8_t> jobKey,
+                         AgreementParams params, std::unique_ptr<Policy> policy, StaticRulesFn staticRules, LogFn log)
+    : io_(io),
+      acceptor_(std::move(acceptor)),
+      timer_(io),
+      jobKey_(std::move(jobKey)),
+      params_(params),
+      policy_(std::move(policy)),
+      staticRules_(std::move(staticRules)),
+      log_(std::move(log)) {
+  boost::system::error_code ec;
+  port_ = acceptor_.local_endpoint(ec).port();
+}
+
+int64_t Coordinator::nowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+void Coordinator::start() {
+  accept();
+  tick();
+}
+
+void Coordinator::stop() {
+  stopped_ = true;
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  timer_.cancel();
+  auto sessions = sessions_;
+  for (auto& s : sessions) s->close("coordinator stopping");
+  sessions_.clear();
+}
+
+void Coordinator::accept() {
+  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket sock) {
+    if (stopped_) return;
+    if (!ec) {
+      if (sessions_.size() >= kMaxSessions) {
+        sock.close(ec);
+      } else {
+        ++stats_.accepted;
+        auto s = std::make_shared<Session>(std::move(sock), jobKey_, true);
+        sessions_.insert(s);
+        std::weak_ptr<Session> weak = s;
+        s->start(
+            [this, weak](const Frame& f) {
+              if (auto sp = weak.lock()) onFrame(sp, f);
+            },
+            [this, weak, peer = s->peer()](const std::string& why) {
+              if (why.rfind("rejected", 0) == 0) {
+                ++stats_.rejected;
+                log_(true, "coordinator: dropped connection from " + peer + ": " + why);
+              }
+              if (auto sp = weak.lock()) sessions_.erase(sp);
+            });
+      }
+    }
+    accept();
+  });
+}
+
+void Coordinator::onFrame(const std::shared_ptr<Session>& s, const Frame& f) {
+  int64_t now = nowMs();
+  if (f.type == MsgType::Join) {
+    Join j;
+    if (!decode(f.payload, &j)) return s->close("rejected: malformed join");
+    ++stats_.joins;
+    auto it = comms_.find(j.commId);
+    if (it == comms_.end()) {
+      Comm c;
+      c.agreement = std::make_unique<CommAgreement>(j.commId, j.nRanks, j.nNodes, params_, policy_.get());
+      if (staticRules_) c.staticDigest = DecisionTable::build(staticRules_(j.commId, j.nRanks, j.nNodes), "")->digest();
+      it = comms_.emplace(j.commId, std::move(c)).first;
+    }
+    Comm& c = it->second;
+    if (j.nRanks != c.agreement->nRanks()) {
+      log_(true, "coordinator: member " + hex(j.memberId) + " of comm " + hex(j.commId) + " says " +
+                     std::to_string(j.nRanks) + " ranks, others " + std::to_string(c.agreement->nRanks()) +
+                     "; ignored (it stays at its own table until B0, then waits)");
+      return;
+    }
+    if (staticRules_ && j.configDigest != c.staticDigest)
+      log_(true, "coordinator: member " + hex(j.memberId) + " (" + s->peer() + ") of comm " + hex(j.commId) +
+                     " has a different static table (digest " + hex(j.configDigest) + ", coordinator's " +
+                     hex(c.staticDigest) + "); the coordinator's is distributed");
+    // Every verdict issued so far has been broadcast (flush follows every change): re-send the ones this
+    // member lacks (a reconnect, or a second member of the comm on the same connection), then subscribe.
+    const size_t before = c.agreement->verdicts().size();
+    c.agreement->join(j.memberId, now);
+    for (uint64_t k = j.nextVerdict; k < before; ++k) s->send(MsgType::Verdict, encode(c.agreement->verdicts()[k]));
+    c.subscribers[s.get()] = s;
+    flush(j.commId, c);
+    return;
+  }
+  if (f.type == MsgType::Report) {
+    Report r;
+    if (!decode(f.payload, &r)) return s->close("rejected: malformed report");
+    ++stats_.reports;
+    auto it = comms_.find(r.commId);
+    if (it == comms_.end()) return;
+    it->second.agreement->report(r, now);
+    flush(r.commId, it->second);
+    return;
+  }
+  if (f.type == MsgType::Leave) {
+    Leave l;
+    if (!decode(f.payload, &l)) return s->close("rejected: malformed leave");
+    return;
+  }
+  s->close("rejected: unexpected message type from a member");
+}
+
+void Coordinator::flush(uint64_t commId, Comm& c) {
+  (void)commId;
+  auto fresh = c.agreement->takeNew();
+  if (fresh.empty()) return;
+  stats_.verdicts += fresh.size();
+  for (const auto& v : fresh) {
+    auto payload = encode(v);
+    for (auto it = c.subscribers.begin(); it != c.subscribers.end();) {
+      auto sp = it->second.lock();
+      if (!sp || !sp->open()) {
+        it = c.subscribers.erase(it);
+        continue;
+      }
+      if (sp->queuedBytes() > kMaxQueuedBytes) {
+        sp->close("rejected: not reading its verdicts");
+        it = c.subscribers.erase(it);
+        continue;
+      }
+      sp->send(MsgType::Verdict, payload);
+      ++it;
+    }
+  }
+}
+
+void Coordinator::tick() {
+  if (stopped_) return;
+  int64_t now = nowMs();
+  for (auto& [id, c] : comms_) {
+    if (c.agreement->nextDeadlineMs(now) != 0) continue;
+    const bool hadVerdict = !c.agreement->verdicts().empty();
+    c.agreement->tick(now);
+    if (!hadVerdict && c.agreement->observeOnly())
+      log_(true, "coordinator: comm " + hex(id) + ": " + std::to_string(c.agreement->joined()) + " of " +
+                     std::to_string(c.agreement->nRanks()) + " members joined in time; observe-only");
+    flush(id, c);
+  }
+  timer_.expires_after(kTick);
+  timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) tick();
+  });
+}
+
+}  // namespace wirewise::control

@@ -1,0 +1,96 @@
+#include "control/rendezvous.h"
+
+#include <cstdlib>
+
+#include "control/sha256.h"
+
+namespace wirewise::control {
+namespace {
+
+bool parsePort(const std::string& s, long* out) {
+  if (s.empty() || s.size() > 5) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  long v = std::strtol(s.c_str(), nullptr, 10);
+  if (v < 1 || v > 65535) return false;
+  *out = v;
+  return true;
+}
+
+std::string get(const EnvSource& env, const char* name) {
+  const char* v = env(name);
+  return v ? std::string(v) : std::string();
+}
+
+uint16_t portFromText(const std::string& text) {
+  Digest d = sha256({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+  return static_cast<uint16_t>(20000 + ((d[0] << 8) | d[1]) % 10000);
+}
+
+}  // namespace
+
+std::string firstSlurmHost(const std::string& list) {
+  size_t end = list.find_first_of(",[");
+  if (end == std::string::npos) return list;
+  std::string prefix = list.substr(0, end);
+  if (list[end] == ',') return prefix;
+  size_t stop = list.find_first_of(",-]", end + 1);
+  if (stop == std::string::npos || stop == end + 1) return "";
+  return prefix + list.substr(end + 1, stop - end - 1);
+}
+
+Rendezvous resolveRendezvous(const EnvSource& env) {
+  Rendezvous r;
+  std::string problem;
+  if (std::string c = get(env, "WIREWISE_COORDINATOR"); !c.empty()) {
+    size_t colon = c.rfind(':');
+    long port = 0;
+    if (colon != std::string::npos && colon > 0 && parsePort(c.substr(colon + 1), &port)) {
+      r.host = c.substr(0, colon);
+      if (r.host.size() > 2 && r.host.front() == '[' && r.host.back() == ']')
+        r.host = r.host.substr(1, r.host.size() - 2);
+      r.port = static_cast<uint16_t>(port);
+      r.source = "WIREWISE_COORDINATOR";
+      return r;
+    }
+    problem = "ignoring WIREWISE_COORDINATOR=\"" + c + "\": expected host:port";
+  }
+  if (std::string a = get(env, "MASTER_ADDR"); !a.empty()) {
+    long port = 0;
+    if (parsePort(get(env, "MASTER_PORT"), &port) && port + kPortOffset <= 65535) {
+      r = {a, static_cast<uint16_t>(port + kPortOffset), "MASTER_ADDR/MASTER_PORT", problem};
+      return r;
+    }
+  }
+  if (std::string job = get(env, "SLURM_JOB_ID"); !job.empty()) {
+    std::string host = firstSlurmHost(get(env, "SLURM_JOB_NODELIST"));
+    if (!host.empty()) return {host, portFromText("slurm:" + job), "SLURM_JOB_NODELIST/SLURM_JOB_ID", problem};
+  }
+  std::string ompiJob = get(env, "OMPI_MCA_ess_base_jobid");
+  if (!ompiJob.empty() && get(env, "OMPI_COMM_WORLD_SIZE") == get(env, "OMPI_COMM_WORLD_LOCAL_SIZE"))
+    return {"127.0.0.1", portFromText("ompi:" + ompiJob), "Open MPI (single node)", problem};
+  // One host, no launcher variables: loopback. Jobs of other users (or with other keys) on the same port
+  // fail authentication, so their members never join: they stay observe-only rather than diverge.
+  return {"127.0.0.1", portFromText("loopback:" + get(env, "WIREWISE_JOB_KEY") + ":" + get(env, "USER")), "loopback",
+          problem};
+}
+
+JobKey resolveJobKey(const EnvSource& env, long uid) {
+  if (std::string k = get(env, "WIREWISE_JOB_KEY"); !k.empty()) return {{k.begin(), k.end()}, "WIREWISE_JOB_KEY"};
+  static const char* const kIds[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
+                                     "MASTER_ADDR"};
+  std::string material = "wirewise-job-key:uid=" + std::to_string(uid);
+  std::string source = "uid only";
+  for (const char* name : kIds) {
+    if (std::string v = get(env, name); !v.empty()) {
+      material += std::string(":") + name + "=" + v;
+      if (std::string(name) == "MASTER_ADDR") material += ":" + get(env, "MASTER_PORT");
+      source = name;
+      break;
+    }
+  }
+  Digest d = sha256({reinterpret_cast<const uint8_t*>(material.data()), material.size()});
+  return {{d.begin(), d.end()}, "derived from " + source};
+}
+
+}  // namespace wirewise::control

@@ -1,0 +1,38 @@
+// Where the coordinator is, and the job's key. Pure functions of the environment (injected).
+//
+// Order: WIREWISE_COORDINATOR=host:port; torchrun's MASTER_ADDR with port MASTER_PORT + kPortOffset;
+// SLURM (first host of SLURM_JOB_NODELIST, port from SLURM_JOB_ID); Open MPI on one node (loopback, port
+// from its job id); otherwise loopback with a port derived from the job key. Every process first tries to
+// bind host:port (so the process on that host that binds first hosts the coordinator: it binds exactly
+// that address, never a wildcard), then connects to it as a member.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/settings.h"
+
+namespace wirewise::control {
+
+inline constexpr int kPortOffset = 17;
+
+struct Rendezvous {
+  std::string host;
+  uint16_t port = 0;
+  std::string source;   // which rule chose it, for the log
+  std::string problem;  // non-empty: a variable was malformed (the next rule was used)
+};
+
+Rendezvous resolveRendezvous(const EnvSource& env);
+
+struct JobKey {
+  std::vector<uint8_t> key;
+  std::string source;  // "WIREWISE_JOB_KEY" or the launcher variable it was derived from
+};
+JobKey resolveJobKey(const EnvSource& env, long uid);
+
+// "node[03-05,07],other" -> "node03"; "a,b" -> "a". Empty on a form it does not understand.
+std::string firstSlurmHost(const std::string& nodeList);
+
+}  // namespace wirewise::control

@@ -1,0 +1,57 @@
+// One authenticated control-plane connection on the I/O thread (both ends use it): Hello exchange,
+// per-direction keys, a write queue, and a FrameReader that drops the peer at the first bad frame.
+// All methods run on the I/O thread.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "control/wire.h"
+
+namespace wirewise::control {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  using OnFrame = std::function<void(const Frame&)>;
+  using OnClose = std::function<void(const std::string& why)>;
+
+  Session(boost::asio::ip::tcp::socket sock, std::vector<uint8_t> jobKey, bool server);
+  void start(OnFrame onFrame, OnClose onClose);
+  // Queued until the handshake completes.
+  void send(MsgType type, std::vector<uint8_t> payload);
+  void close(const std::string& why);
+  bool open() const { return !closed_; }
+  const std::string& peer() const { return peer_; }
+  size_t queuedBytes() const { return queuedBytes_; }
+
+ private:
+  void read();
+  void consume();
+  void flush();
+  void writeNext();
+
+  boost::asio::ip::tcp::socket sock_;
+  std::vector<uint8_t> jobKey_;
+  bool server_;
+  std::string peer_;
+  OnFrame onFrame_;
+  OnClose onClose_;
+  FrameReader reader_;
+  uint8_t rbuf_[16384];
+  Nonce myNonce_{};
+  bool keyed_ = false, writing_ = false, closed_ = false;
+  Digest sendKey_{};
+  uint64_t sendCounter_ = 0;
+  std::vector<std::pair<MsgType, std::vector<uint8_t>>> beforeKey_;
+  std::deque<std::vector<uint8_t>> out_;
+  std::vector<std::vector<uint8_t>> inflight_;  // frames of the write in progress (one gather write)
+  size_t queuedBytes_ = 0;
+};
+
+Nonce randomNonce();
+
+}  // namespace wirewise::control

@@ -1,0 +1,256 @@
+#include "control/wire.h"
+
+#include <cstring>
+
+namespace wirewise::control {
+namespace {
+
+constexpr size_t kMaxRules = 2000;
+constexpr size_t kMaxReason = 256;
+
+class Writer {
+ public:
+  void u8(uint8_t v) { out_.push_back(v); }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  std::vector<uint8_t> take() { return std::move(out_); }
+
+ private:
+  std::vector<uint8_t> out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> p) : p_(p) {}
+  bool u8(uint8_t* v) {
+    if (!need(1)) return false;
+    *v = p_[pos_++];
+    return true;
+  }
+  bool u32(uint32_t* v) {
+    if (!need(4)) return false;
+    *v = 0;
+    for (int i = 0; i < 4; ++i) *v |= uint32_t{p_[pos_++]} << (8 * i);
+    return true;
+  }
+  bool u64(uint64_t* v) {
+    if (!need(8)) return false;
+    *v = 0;
+    for (int i = 0; i < 8; ++i) *v |= uint64_t{p_[pos_++]} << (8 * i);
+    return true;
+  }
+  bool bytes(uint8_t* dst, size_t n) {
+    if (!need(n)) return false;
+    std::memcpy(dst, p_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool done() const { return pos_ == p_.size(); }
+
+ private:
+  bool need(size_t n) const { return p_.size() - pos_ >= n; }
+  std::span<const uint8_t> p_;
+  size_t pos_ = 0;
+};
+
+std::span<const uint8_t> asBytes(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+}  // namespace
+
+const char* wireErrorName(WireError e) {
+  switch (e) {
+    case WireError::None:
+      return "none";
+    case WireError::NeedMore:
+      return "incomplete frame";
+    case WireError::Oversized:
+      return "oversized frame";
+    case WireError::Undersized:
+      return "frame too short";
+    case WireError::BadVersion:
+      return "unknown protocol version";
+    case WireError::BadType:
+      return "unexpected message type";
+    case WireError::BadMac:
+      return "bad authentication (wrong job key?)";
+    case WireError::Replayed:
+      return "replayed or reordered frame";
+    case WireError::Malformed:
+      return "malformed message";
+  }
+  return "?";
+}
+
+SessionKeys deriveSessionKeys(std::span<const uint8_t> jobKey, const Nonce& serverNonce, const Nonce& clientNonce) {
+  SessionKeys k;
+  k.toServer = hmacSha256(jobKey, {asBytes("wirewise-v1 to-server"), serverNonce, clientNonce});
+  k.toClient = hmacSha256(jobKey, {asBytes("wirewise-v1 to-client"), serverNonce, clientNonce});
+  return k;
+}
+
+std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const uint8_t> payload, const Digest* key) {
+  size_t len = kHeaderBytes + payload.size() + (key ? kMacBytes : 0);
+  Writer w;
+  for (int i = 3; i >= 0; --i) w.u8(static_cast<uint8_t>(len >> (8 * i)));
+  w.u8(kWireVersion);
+  w.u8(static_cast<uint8_t>(type));
+  w.u64(counter);
+  w.bytes(payload);
+  std::vector<uint8_t> out = w.take();
+  if (key != nullptr) {
+    Digest mac = hmacSha256(*key, {std::span<const uint8_t>(out)});
+    out.insert(out.end(), mac.begin(), mac.end());
+  }
+  return out;
+}
+
+void FrameReader::append(std::span<const uint8_t> bytes) {
+  if (pos_ > 0 && pos_ == buf_.size()) {
+    buf_.clear();
+    pos_ = 0;
+  }
+  buf_.insert(buf_.end(), bytes.begin(), bytes.end());
+}
+
+WireError FrameReader::next(Frame* out) {
+  if (sticky_ != WireError::None) return sticky_;
+  auto fail = [&](WireError e) { return sticky_ = e; };
+  size_t avail = buf_.size() - pos_;
+  if (avail < 4) return WireError::NeedMore;
+  const uint8_t* p = buf_.data() + pos_;
+  size_t len = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | p[3];
+  // Checked before waiting for the body: a hostile length never makes us buffer it.
+  if (len > kMaxFrameBytes) return fail(WireError::Oversized);
+  size_t minLen = kHeaderBytes + (key_ ? kMacBytes : 0);
+  if (len < minLen) return fail(WireError::Undersized);
+  if (avail < 4 + len) return WireError::NeedMore;
+  if (p[4] != kWireVersion) return fail(WireError::BadVersion);
+  uint8_t type = p[5];
+  if (type < 1 || type > 5) return fail(WireError::BadType);
+  if ((type == static_cast<uint8_t>(MsgType::Hello)) == key_.has_value()) return fail(WireError::BadType);
+  uint64_t counter = 0;
+  for (int i = 0; i < 8; ++i) counter |= uint64_t{p[6 + i]} << (8 * i);
+  size_t bodyEnd = 4 + len - (key_ ? kMacBytes : 0);
+  if (key_) {
+    Digest mac = hmacSha256(*key_, {std::span<const uint8_t>(p, bodyEnd)});
+    if (!digestsEqual(mac, std::span<const uint8_t>(p + bodyEnd, kMacBytes))) return fail(WireError::BadMac);
+    if (counter != lastCounter_ + 1) return fail(WireError::Replayed);
+    lastCounter_ = counter;
+  }
+  out->type = static_cast<MsgType>(type);
+  out->counter = counter;
+  out->payload.assign(p + 4 + kHeaderBytes, p + bodyEnd);
+  pos_ += 4 + len;
+  return WireError::None;
+}
+
+std::vector<uint8_t> encode(const Hello& m) {
+  Writer w;
+  w.bytes(m.nonce);
+  return w.take();
+}
+bool decode(std::span<const uint8_t> p, Hello* m) {
+  Reader r(p);
+  return r.bytes(m->nonce.data(), kNonceBytes) && r.done();
+}
+
+std::vector<uint8_t> encode(const Join& m) {
+  Writer w;
+  w.u64(m.commId);
+  w.u64(m.memberId);
+  w.u32(m.nRanks);
+  w.u32(m.nNodes);
+  w.u64(m.configDigest);
+  w.u64(m.nextVerdict);
+  return w.take();
+}
+bool decode(std::span<const uint8_t> p, Join* m) {
+  Reader r(p);
+  return r.u64(&m->commId) && r.u64(&m->memberId) && r.u32(&m->nRanks) && r.u32(&m->nNodes) &&
+         r.u64(&m->configDigest) && r.u64(&m->nextVerdict) && r.done() && m->nRanks > 0;
+}
+
+std::vector<uint8_t> encode(const Report& m) {
+  Writer w;
+  w.u64(m.commId);
+  w.u64(m.memberId);
+  w.u64(m.index);
+  w.u64(m.seq);
+  w.u64(m.elapsedUs);
+  return w.take();
+}
+bool decode(std::span<const uint8_t> p, Report* m) {
+  Reader r(p);
+  return r.u64(&m->commId) && r.u64(&m->memberId) && r.u64(&m->index) && r.u64(&m->seq) && r.u64(&m->elapsedUs) &&
+         r.done();
+}
+
+std::vector<uint8_t> encode(const Verdict& m) {
+  Writer w;
+  w.u64(m.commId);
+  w.u64(m.index);
+  w.u64(m.boundary);
+  w.u64(m.next);
+  w.u8(m.observeOnly ? 1 : 0);
+  std::string_view reason(m.reason.data(), std::min(m.reason.size(), kMaxReason));
+  w.u32(static_cast<uint32_t>(reason.size()));
+  w.bytes(asBytes(reason));
+  w.u32(static_cast<uint32_t>(std::min(m.rules.size(), kMaxRules)));
+  for (size_t i = 0; i < m.rules.size() && i < kMaxRules; ++i) {
+    const TableRule& t = m.rules[i];
+    w.u8(static_cast<uint8_t>(t.coll));
+    w.u64(t.minBytes);
+    w.u64(t.maxBytes);
+    w.u8(static_cast<uint8_t>(t.decision.algo));
+    w.u8(static_cast<uint8_t>(t.decision.proto));
+    w.u8(static_cast<uint8_t>(t.decision.nChannels));
+  }
+  return w.take();
+}
+bool decode(std::span<const uint8_t> p, Verdict* m) {
+  Reader r(p);
+  uint8_t flag = 0;
+  uint32_t n = 0;
+  if (!r.u64(&m->commId) || !r.u64(&m->index) || !r.u64(&m->boundary) || !r.u64(&m->next) || !r.u8(&flag) || flag > 1 ||
+      !r.u32(&n) || n > kMaxReason)
+    return false;
+  m->observeOnly = flag == 1;
+  m->reason.assign(n, '\0');
+  if (!r.bytes(reinterpret_cast<uint8_t*>(m->reason.data()), n)) return false;
+  for (char c : m->reason)
+    if (c < 0x20 || c > 0x7e) return false;  // printable ASCII only: it goes into logs
+  if (!r.u32(&n) || n > kMaxRules || m->next <= m->boundary) return false;
+  m->rules.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    uint8_t coll, algo, proto, ch;
+    TableRule t;
+    if (!r.u8(&coll) || !r.u64(&t.minBytes) || !r.u64(&t.maxBytes) || !r.u8(&algo) || !r.u8(&proto) || !r.u8(&ch))
+      return false;
+    t.coll = static_cast<int8_t>(coll);
+    t.decision = {static_cast<int8_t>(algo), static_cast<int8_t>(proto), static_cast<int8_t>(ch)};
+    if (t.coll < kAny || t.coll >= kNumCollTypes || t.minBytes > t.maxBytes) return false;
+    if (t.decision.algo < kAny || t.decision.algo >= kNumAlgos || t.decision.proto < kAny ||
+        t.decision.proto >= kNumProtos || t.decision.nChannels < 0 || t.decision.nChannels > kMaxChannels)
+      return false;
+    m->rules.push_back(t);
+  }
+  return r.done();
+}
+
+std::vector<uint8_t> encode(const Leave& m) {
+  Writer w;
+  w.u64(m.commId);
+  w.u64(m.memberId);
+  return w.take();
+}
+bool decode(std::span<const uint8_t> p, Leave* m) {
+  Reader r(p);
+  return r.u64(&m->commId) && r.u64(&m->memberId) && r.done();
+}
+
+}  // namespace wirewise::control

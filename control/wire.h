@@ -1,0 +1,121 @@
+// The control-plane wire protocol. Every frame is
+//   u32 length (big-endian; bytes after this field, <= kMaxFrameBytes)
+//   u8 version (kWireVersion) | u8 type | u64 counter (little-endian) | payload | 32-byte HMAC-SHA-256
+// The two Hello frames that open a connection carry each side's random nonce and no MAC. Every later
+// frame is authenticated with a per-connection, per-direction key derived from the job key and both
+// nonces, and its counter must be exactly one more than the previous frame's: a frame recorded on another
+// connection fails the MAC, a frame replayed on the same one fails the counter. A decoding error is
+// final for the connection (the peer is dropped and the error logged); it never reaches a communicator.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "adaptive/decision_table.h"
+#include "control/sha256.h"
+
+namespace wirewise::control {
+
+inline constexpr uint8_t kWireVersion = 1;
+inline constexpr size_t kMaxFrameBytes = 64 * 1024;  // a verdict of 2,000 rules still fits
+inline constexpr size_t kNonceBytes = 16;
+inline constexpr size_t kMacBytes = 32;
+inline constexpr size_t kHeaderBytes = 1 + 1 + 8;  // version, type, counter
+
+enum class MsgType : uint8_t { Hello = 1, Join = 2, Report = 3, Verdict = 4, Leave = 5 };
+
+enum class WireError : uint8_t {
+  None,
+  NeedMore,
+  Oversized,
+  Undersized,
+  BadVersion,
+  BadType,
+  BadMac,
+  Replayed,
+  Malformed
+};
+const char* wireErrorName(WireError e);
+
+using Nonce = std::array<uint8_t, kNonceBytes>;
+
+// Direction keys for one connection: toServer authenticates client frames, toClient the coordinator's.
+struct SessionKeys {
+  Digest toServer, toClient;
+};
+SessionKeys deriveSessionKeys(std::span<const uint8_t> jobKey, const Nonce& serverNonce, const Nonce& clientNonce);
+
+struct Frame {
+  MsgType type = MsgType::Hello;
+  uint64_t counter = 0;
+  std::vector<uint8_t> payload;
+};
+
+// Encodes one frame. key == nullptr: an unauthenticated Hello.
+std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const uint8_t> payload, const Digest* key);
+
+// Splits a byte stream into frames and checks them. Feed bytes with append(), then call next() until it
+// returns NeedMore. Any other error is sticky: the connection must be closed.
+class FrameReader {
+ public:
+  void append(std::span<const uint8_t> bytes);
+  // Before setKey() only Hello frames are accepted; after it only authenticated non-Hello frames.
+  void setKey(const Digest& key) { key_ = key; }
+  WireError next(Frame* out);
+  size_t buffered() const { return buf_.size() - pos_; }
+
+ private:
+  std::vector<uint8_t> buf_;
+  size_t pos_ = 0;
+  std::optional<Digest> key_;
+  uint64_t lastCounter_ = 0;
+  WireError sticky_ = WireError::None;
+};
+
+// ---- Messages ----
+
+struct Hello {
+  Nonce nonce{};
+};
+struct Join {
+  uint64_t commId = 0, memberId = 0;
+  uint32_t nRanks = 0, nNodes = 0;
+  uint64_t configDigest = 0;  // digest of the member's own static table for this comm
+  uint64_t nextVerdict = 0;   // the first verdict index it still lacks (resync after a reconnect)
+};
+struct Report {
+  uint64_t commId = 0, memberId = 0;
+  uint64_t index = 0;      // it passed boundary B_index
+  uint64_t seq = 0;        // == B_index
+  uint64_t elapsedUs = 0;  // wall time since it passed the previous boundary (its collective rate)
+};
+struct Verdict {
+  uint64_t commId = 0;
+  uint64_t index = 0;     // k: the table for [B_k, B_k+1)
+  uint64_t boundary = 0;  // B_k
+  uint64_t next = 0;      // B_k+1; UINT64_MAX: no further boundary
+  bool observeOnly = false;
+  std::string reason;
+  std::vector<TableRule> rules;
+  friend bool operator==(const Verdict&, const Verdict&) = default;
+};
+struct Leave {
+  uint64_t commId = 0, memberId = 0;
+};
+
+std::vector<uint8_t> encode(const Hello& m);
+std::vector<uint8_t> encode(const Join& m);
+std::vector<uint8_t> encode(const Report& m);
+std::vector<uint8_t> encode(const Verdict& m);
+std::vector<uint8_t> encode(const Leave& m);
+// Each decoder checks every byte: false on any truncation, trailing byte or out-of-range field.
+bool decode(std::span<const uint8_t> p, Hello* m);
+bool decode(std::span<const uint8_t> p, Join* m);
+bool decode(std::span<const uint8_t> p, Report* m);
+bool decode(std::span<const uint8_t> p, Verdict* m);
+bool decode(std::span<const uint8_t> p, Leave* m);
+
+}  // namespace wirewise::control

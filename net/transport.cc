@@ -1,0 +1,251 @@
+#include "net/transport.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "net/comm.h"
+#include "net/setup.h"
+#include "runtime/settings.h"
+
+namespace wirewise::net {
+
+namespace {
+
+// Library-wide state, touched only on the setup path. Never destroyed: NCCL may call into the plugin
+// from its proxy threads while the process exits.
+struct Global {
+  std::mutex mu;
+  bool haveDevices = false;
+  std::vector<Device> devices;
+  TransportConfig config;
+  LogFn log = nullptr;
+};
+
+Global& global() {
+  static Global* g = new Global;
+  return *g;
+}
+
+// The net settings come from the one WIREWISE_* registry (runtime/settings.h). A bad value never fails
+// anything: one WARN through NCCL's logger naming variable, value and range, and the default. Only the
+// net face's own variables are reported here; the runtime reports the rest.
+void readNetSettings(TransportConfig* c, LogFn log) {
+  std::vector<std::string> warnings;
+  Settings s = readSettings(processEnv(), "", static_cast<long>(getpid()), &warnings);
+  for (const auto& w : warnings) {
+    if (log != nullptr && w.find("WIREWISE_NET_") != std::string::npos) log(("wirewise: " + w).c_str());
+  }
+  c->streamsPerRail = static_cast<int>(s.netStreams);
+  c->chunkBytes = static_cast<size_t>(s.netChunkKb) << 10;
+}
+
+bool lookupDevice(int dev, Device* out, TransportConfig* config) {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (dev < 0 || dev >= static_cast<int>(g.devices.size())) return false;
+  *out = g.devices[static_cast<size_t>(dev)];
+  if (config != nullptr) *config = g.config;
+  return true;
+}
+
+void warn(const char* msg) {
+  LogFn log = nullptr;
+  {
+    Global& g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    log = g.log;
+  }
+  if (log != nullptr) log(msg);
+}
+
+}  // namespace
+
+Status netInit(LogFn log) {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (log != nullptr) g.log = log;
+  if (!g.haveDevices) {
+    TransportConfig& c = g.config;
+    readNetSettings(&c, g.log);
+    g.devices = discoverDevices();
+    g.haveDevices = true;
+  }
+  return g.devices.empty() ? Status::kSystemError : Status::kOk;
+}
+
+void setDevices(std::vector<Device> devices) {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.devices = std::move(devices);
+  g.haveDevices = true;
+}
+
+void setConfig(const TransportConfig& config) {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.config = config;
+}
+
+int deviceCount() {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return static_cast<int>(g.devices.size());
+}
+
+Status getProperties(int dev, DeviceProps* props) {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (props == nullptr || dev < 0 || dev >= static_cast<int>(g.devices.size())) return Status::kInvalidArgument;
+  const Device& d = g.devices[static_cast<size_t>(dev)];
+  *props = DeviceProps{};
+  props->name = d.name.c_str();  // the device list is only replaced by tests, before any comm exists
+  props->guid = static_cast<uint64_t>(dev);
+  props->speedMbps = d.speedMbps;
+  props->latencyUs = 0.0f;  // as NCCL's socket transport: no measured figure yet
+  props->maxComms = 65536;
+  props->maxRecvs = kMaxRecvs;
+  props->ptrSupport = kPtrHost;
+  props->maxP2pBytes = 1ull << 40;   // NCCL_MAX_NET_SIZE_BYTES
+  props->maxCollBytes = 512ull << 20;  // MAX_COLLNET_SIZE
+  return Status::kOk;
+}
+
+Status listen(int dev, void* handle, void** listenComm) {
+  if (handle == nullptr || listenComm == nullptr) return Status::kInternalError;
+  *listenComm = nullptr;
+  Device d;
+  if (!lookupDevice(dev, &d, nullptr)) return Status::kInvalidArgument;
+  std::memset(handle, 0, kHandleBytes);
+  NetHandle h;
+  ListenComm* lc = nullptr;
+  if (Status s = openListen(d, &h, &lc); s != Status::kOk) {
+    warn("wirewise net: listen failed");
+    return s;
+  }
+  std::memcpy(handle, &h, sizeof h);
+  *listenComm = lc;
+  return Status::kOk;
+}
+
+Status connect(int dev, void* handle, void** sendComm) {
+  if (handle == nullptr || sendComm == nullptr) return Status::kInternalError;
+  *sendComm = nullptr;
+  Device d;
+  TransportConfig config;
+  if (!lookupDevice(dev, &d, &config)) return Status::kInvalidArgument;
+  SendComm* sc = nullptr;
+  Status s = connectStep(d, config, handle, &sc);
+  if (s != Status::kOk) warn("wirewise net: connect failed");
+  *sendComm = sc;
+  return s;
+}
+
+Status accept(void* listenComm, void** recvComm) {
+  auto* lc = static_cast<ListenComm*>(listenComm);
+  if (lc == nullptr || recvComm == nullptr || lc->magic != kListenMagic) return Status::kInternalError;
+  RecvComm* rc = nullptr;
+  Status s = acceptStep(lc, &rc);
+  if (s != Status::kOk) warn("wirewise net: accept failed");
+  *recvComm = rc;
+  return s;
+}
+
+Status regMr(void* comm, void* /*data*/, size_t /*size*/, int type, void** mhandle) {
+  if (comm == nullptr || mhandle == nullptr) return Status::kInternalError;
+  *mhandle = nullptr;
+  if (type != kPtrHost) return Status::kInternalError;  // we only advertise NCCL_PTR_HOST
+  *mhandle = comm;  // sockets need no registration; any non-null token will do
+  return Status::kOk;
+}
+
+Status deregMr(void* /*comm*/, void* /*mhandle*/) { return Status::kOk; }
+
+Status isend(void* sendComm, void* data, size_t size, int tag, void** request) {
+  auto* sc = static_cast<SendComm*>(sendComm);
+  if (sc == nullptr || request == nullptr || (data == nullptr && size > 0)) return Status::kInternalError;
+  Request* r = sc->post(data, size, tag);
+  *request = r;
+  if (r != nullptr) (void)sc->progress();  // a failure sticks to the comm and surfaces from test()
+  return Status::kOk;
+}
+
+Status irecv(void* recvComm, int n, void** data, const size_t* sizes, const int* tags, void** request) {
+  auto* rc = static_cast<RecvComm*>(recvComm);
+  if (rc == nullptr || request == nullptr || n != kMaxRecvs || data == nullptr || sizes == nullptr)
+    return Status::kInternalError;
+  Request* r = rc->post(data[0], sizes[0], tags != nullptr ? tags[0] : 0);
+  *request = r;
+  if (r != nullptr) (void)rc->progress();  // as isend: errors surface from test()
+  return Status::kOk;
+}
+
+Status iflush(void* /*recvComm*/, void** request) {
+  if (request != nullptr) *request = nullptr;  // host memory: nothing to flush
+  return Status::kOk;
+}
+
+Status test(void* request, int* done, int* sizes) {
+  auto* r = static_cast<Request*>(request);
+  if (r == nullptr || done == nullptr) return Status::kInternalError;
+  *done = 0;
+  Status s = Status::kOk;
+  if (r->kind == ReqKind::kSend) {
+    auto* sc = static_cast<SendComm*>(r->comm);
+    if (!r->complete) s = sc->progress();
+    if (r->complete) {
+      *done = 1;
+      if (sizes != nullptr) sizes[0] = static_cast<int>(r->size);
+      sc->retire(r);
+      return Status::kOk;
+    }
+  } else if (r->kind == ReqKind::kRecv) {
+    auto* rc = static_cast<RecvComm*>(r->comm);
+    if (!r->complete) s = rc->progress();
+    if (r->complete) {
+      *done = 1;
+      if (sizes != nullptr) sizes[0] = static_cast<int>(r->need);
+      rc->retire(r);
+      return Status::kOk;
+    }
+  } else {
+    return Status::kInternalError;
+  }
+  return s;
+}
+
+Status closeSend(void* sendComm) {
+  delete static_cast<SendComm*>(sendComm);
+  return Status::kOk;
+}
+
+Status closeRecv(void* recvComm) {
+  delete static_cast<RecvComm*>(recvComm);
+  return Status::kOk;
+}
+
+Status closeListen(void* listenComm) {
+  auto* lc = static_cast<ListenComm*>(listenComm);
+  if (lc != nullptr && lc->magic != kListenMagic) return Status::kInternalError;
+  delete lc;
+  return Status::kOk;
+}
+
+std::vector<RailStats> sendRailStats(void* sendComm) {
+  std::vector<RailStats> out;
+  auto* sc = static_cast<SendComm*>(sendComm);
+  if (sc == nullptr) return out;
+  const RailScheduler& s = sc->scheduler();
+  for (int r = 0; r < s.rails(); ++r) {
+    RailStats rs{s.bytes(r), s.chunks(r), s.busyNs(r), s.weight(r), 0, 0};
+    sc->tcpInfo(r, &rs.rttUs, &rs.retransmits);
+    out.push_back(rs);
+  }
+  return out;
+}
+
+}  // namespace wirewise::net

@@ -1,0 +1,223 @@
+// The coordinator's boundary state machine: joins, verdict 0, observe-only, report waits, spacing, and
+// an exhaustive sweep over member counts and join/report orders.
+#include "control/boundary.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace wirewise::control {
+namespace {
+
+class CountingPolicy : public Policy {
+ public:
+  PolicyOutput decide(const PolicyInput& in) override {
+    lastReports = in.reports->size();
+    ++calls;
+    return {{TableRule{kAny, 0, UINT64_MAX, {kAlgoRing, kAny, static_cast<int8_t>(1 + in.index % 8)}}},
+            "v" + std::to_string(in.index)};
+  }
+  int calls = 0;
+  size_t lastReports = 0;
+};
+
+Report rep(uint64_t member, const Verdict& v, uint64_t elapsedUs = 1000) {
+  return {0x1, member, v.index, v.boundary, elapsedUs};
+}
+
+TEST(Boundary, Verdict0OnlyWhenAllJoin) {
+  CountingPolicy pol;
+  CommAgreement a(0x1, 3, 1, {}, &pol);
+  a.join(10, 0);
+  a.join(11, 1);
+  a.join(11, 2);  // a duplicate join counts once
+  EXPECT_TRUE(a.takeNew().empty());
+  a.join(12, 3);
+  auto v = a.takeNew();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].index, 0u);
+  EXPECT_EQ(v[0].boundary, kB0);
+  EXPECT_FALSE(v[0].observeOnly);
+  EXPECT_GE(v[0].next - v[0].boundary, kMinSpacing);
+  EXPECT_EQ(v[0].rules.size(), 1u);
+  EXPECT_TRUE(a.takeNew().empty());  // taken once
+}
+
+TEST(Boundary, ObserveOnlyWhenNotAllJoinInTime) {
+  CountingPolicy pol;
+  AgreementParams p;
+  p.joinTimeoutMs = 100;
+  CommAgreement a(0x1, 4, 1, p, &pol);
+  a.join(1, 50);
+  a.join(2, 60);
+  a.tick(149);
+  EXPECT_TRUE(a.takeNew().empty());
+  EXPECT_EQ(a.nextDeadlineMs(149), 1);
+  a.tick(150);
+  auto v = a.takeNew();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_TRUE(v[0].observeOnly);
+  EXPECT_EQ(v[0].next, kNoBoundary);
+  EXPECT_TRUE(v[0].rules.empty());
+  EXPECT_EQ(pol.calls, 0);  // no table is ever made for it
+  // Late joiners get the same verdict (by resync) and nothing new is issued.
+  a.join(3, 200);
+  a.join(4, 201);
+  a.report(rep(1, a.verdicts()[0]), 300);
+  a.tick(10000);
+  EXPECT_TRUE(a.takeNew().empty());
+  EXPECT_EQ(a.verdicts().size(), 1u);
+}
+
+TEST(Boundary, DeterministicWaitsForEveryReport) {
+  CountingPolicy pol;
+  AgreementParams p;
+  p.deterministic = true;
+  p.fixedSpacing = 32;
+  CommAgreement a(0x1, 3, 1, p, &pol);
+  for (uint64_t m = 1; m <= 3; ++m) a.join(m, 0);
+  auto v0 = a.takeNew().at(0);
+  a.report(rep(1, v0), 1);
+  a.report(rep(2, v0), 100000);
+  a.tick(1000000);  // no timeout in deterministic mode
+  EXPECT_TRUE(a.takeNew().empty());
+  a.report(rep(3, v0), 1000001);
+  auto v1 = a.takeNew();
+  ASSERT_EQ(v1.size(), 1u);
+  EXPECT_EQ(v1[0].index, 1u);
+  EXPECT_EQ(v1[0].boundary, v0.next);
+  EXPECT_EQ(v1[0].next, v0.next + 32);
+  EXPECT_EQ(pol.lastReports, 3u);
+}
+
+TEST(Boundary, ProductionDecidesOnWhatItHasAfterTheWait) {
+  CountingPolicy pol;
+  AgreementParams p;
+  p.reportWaitMs = 20;
+  CommAgreement a(0x1, 3, 1, p, &pol);
+  for (uint64_t m = 1; m <= 3; ++m) a.join(m, 0);
+  auto v0 = a.takeNew().at(0);
+  a.report(rep(1, v0), 100);
+  a.tick(119);
+  EXPECT_TRUE(a.takeNew().empty());
+  a.tick(120);
+  auto v1 = a.takeNew();
+  ASSERT_EQ(v1.size(), 1u);
+  EXPECT_EQ(pol.lastReports, 1u);
+  // The late report for B0 is stale now and ignored.
+  a.report(rep(2, v0), 121);
+  a.tick(1000);
+  EXPECT_TRUE(a.takeNew().empty());
+}
+
+TEST(Boundary, RejectsStrangersDuplicatesAndWrongBoundaries) {
+  CountingPolicy pol;
+  AgreementParams p;
+  p.deterministic = true;
+  CommAgreement a(0x1, 2, 1, p, &pol);
+  a.join(1, 0);
+  a.join(2, 0);
+  auto v0 = a.takeNew().at(0);
+  a.report(rep(99, v0), 1);  // never joined
+  a.report(rep(1, v0), 1);
+  a.report(rep(1, v0), 2);  // duplicate
+  Report wrong = rep(2, v0);
+  wrong.seq += 1;
+  a.report(wrong, 3);
+  Report future = rep(2, v0);
+  future.index = 5;
+  a.report(future, 3);
+  EXPECT_TRUE(a.takeNew().empty());
+  a.report(rep(2, v0), 4);
+  EXPECT_EQ(a.takeNew().size(), 1u);
+}
+
+TEST(Boundary, SpacingFollowsTheSlowestMemberAndIsBounded) {
+  CountingPolicy pol;
+  AgreementParams p;
+  p.reportWaitMs = 5;
+  p.targetMs = 100;
+  p.fixedSpacing = 100;
+  CommAgreement a(0x1, 2, 1, p, &pol);
+  a.join(1, 0);
+  a.join(2, 0);
+  auto v0 = a.takeNew().at(0);
+  // 100 collectives took 10 ms (member 1) and 50 ms (member 2): 2 per ms at the slowest -> 200 in 100 ms.
+  a.report(rep(1, v0, 10000), 1);
+  a.report(rep(2, v0, 50000), 1);
+  auto v1 = a.takeNew().at(0);
+  EXPECT_EQ(v1.next - v1.boundary, 200u);
+  // Very slow traffic: never closer than kMinSpacing.
+  a.report(rep(1, v1, 100000000), 2);
+  a.report(rep(2, v1, 100000000), 2);
+  auto v2 = a.takeNew().at(0);
+  EXPECT_EQ(v2.next - v2.boundary, kMinSpacing);
+}
+
+// Every member count 1..6, every join order, every report order for three rounds: deterministic mode
+// issues exactly one verdict per round, with strictly increasing boundaries spaced >= kMinSpacing, and
+// the result does not depend on the order.
+TEST(Boundary, ExhaustiveOrdersGiveIdenticalVerdicts) {
+  for (uint32_t n = 1; n <= 6; ++n) {
+    std::vector<uint64_t> ids(n);
+    std::iota(ids.begin(), ids.end(), 1);
+    std::vector<Verdict> reference;
+    int perms = 0;
+    do {
+      CountingPolicy pol;
+      AgreementParams p;
+      p.deterministic = true;
+      p.fixedSpacing = 8;
+      CommAgreement a(0x1, n, 1, p, &pol);
+      for (size_t i = 0; i < n; ++i) {
+        a.join(ids[i], 0);
+        ASSERT_EQ(a.verdicts().size(), i + 1 == n ? 1u : 0u);
+      }
+      for (int round = 0; round < 3; ++round) {
+        Verdict cur = a.verdicts().back();
+        for (size_t i = 0; i < n; ++i) {
+          a.report(rep(ids[(i + static_cast<size_t>(round)) % n], cur), 0);
+          ASSERT_EQ(a.verdicts().size(), static_cast<size_t>(round) + (i + 1 == n ? 2 : 1));
+        }
+      }
+      const auto& vs = a.verdicts();
+      for (size_t k = 1; k < vs.size(); ++k) {
+        ASSERT_EQ(vs[k].boundary, vs[k - 1].next);
+        ASSERT_GE(vs[k].next - vs[k].boundary, kMinSpacing);
+        ASSERT_EQ(vs[k].index, k);
+      }
+      if (reference.empty()) reference = vs;
+      ASSERT_EQ(vs, reference);
+      ++perms;
+    } while (std::next_permutation(ids.begin(), ids.end()));
+    EXPECT_GT(perms, 0);
+  }
+}
+
+TEST(Policy, RandomTablesAreReproducibleAndChange) {
+  auto a = makeRandomTablePolicy(7), b = makeRandomTablePolicy(7);
+  std::vector<Report> none;
+  int differ = 0;
+  PolicyOutput prev;
+  for (uint64_t k = 0; k < 50; ++k) {
+    PolicyOutput x = a->decide({1, 8, 1, k, &none}), y = b->decide({1, 8, 1, k, &none});
+    ASSERT_EQ(x.rules, y.rules);
+    if (x.rules != prev.rules) ++differ;
+    prev = x;
+  }
+  EXPECT_GT(differ, 25);
+}
+
+TEST(Policy, KeepStaticDistributesTheStaticRules) {
+  auto p = makeKeepStaticPolicy([](uint64_t, uint32_t nRanks, uint32_t) {
+    return std::vector<TableRule>{{kAny, 0, nRanks, {kAlgoTree, kProtoSimple, 0}}};
+  });
+  std::vector<Report> none;
+  auto out = p->decide({1, 16, 2, 3, &none});
+  ASSERT_EQ(out.rules.size(), 1u);
+  EXPECT_EQ(out.rules[0].maxBytes, 16u);
+}
+
+}  // namespace
+}  // namespace wirewise::control

@@ -1,0 +1,99 @@
+// One "rank" process of the multi-process agreement test: loads the real plugin through the NCCL-faithful
+// loader, creates several tuner v5 communicators (ids shared by every process of the test) and runs each
+// communicator's collective sequence, recording NCCL's final choice (algorithm, protocol, channels) for
+// every collective. The control plane is configured by the parent through WIREWISE_* variables.
+//
+//   control_member_driver <plugin.so> <out file> <nComms> <nRanks> <collectives> [start delay ms]
+// After writing <out file> it waits for <out file>.go before finalizing: the job ends together (a process
+// that hosts the coordinator must outlive the others' last boundary, as rank 0 does in a real job).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/loader/nccl_loader.h"
+
+using namespace wirewise;
+
+namespace {
+// NCCL's logger stand-in: WARN lines to stderr (the parent test reads them).
+void logToStderr(ncclDebugLogLevel level, unsigned long, const char*, int, const char* fmt, ...) {
+  if (level != NCCL_LOG_WARN) return;
+  va_list ap;
+  va_start(ap, fmt);
+  std::fprintf(stderr, "NCCL WARN ");
+  std::vfprintf(stderr, fmt, ap);
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+  va_end(ap);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: %s plugin out nComms nRanks collectives [delayMs]\n", argv[0]);
+    return 2;
+  }
+  const int nComms = std::atoi(argv[3]);
+  const size_t nRanks = static_cast<size_t>(std::atol(argv[4]));
+  const long nColl = std::atol(argv[5]);
+  if (argc > 6) std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[6])));
+
+  loader::OpenResult open = loader::openPlugin(loader::PluginKind::Tuner, argv[1], nullptr);
+  if (open.handle == nullptr) return 3;
+  std::string why;
+  auto tuner = loader::Tuner::load(open.handle, &why);
+  if (!tuner || tuner->version() != 5) return 4;
+
+  std::vector<void*> ctx(static_cast<size_t>(nComms), nullptr);
+  for (int i = 0; i < nComms; ++i) {
+    ncclNvlDomainInfo_v5_t nvl{1, static_cast<int>(nRanks), static_cast<int>(nRanks)};
+    ncclTunerConstants_v5_t constants{};
+    if (tuner->init(&ctx[static_cast<size_t>(i)], 0xC0FFEE00ull + static_cast<uint64_t>(i), nRanks, 1, logToStderr,
+                    &nvl, &constants) != ncclSuccess)
+      return 5;
+  }
+  // One byte each for algorithm, protocol and channels, per collective, comm after comm.
+  std::vector<std::vector<uint8_t>> rec(static_cast<size_t>(nComms));
+  const loader::CommChannels comm{16, 16, 1};
+  for (long s = 0; s < nColl; ++s) {
+    for (int i = 0; i < nComms; ++i) {
+      float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+      for (auto& row : table)
+        for (float& c : row) c = -1.0f;
+      for (int p = 0; p < NCCL_NUM_PROTOCOLS; ++p) {
+        table[NCCL_ALGO_TREE][p] = 20.0f + static_cast<float>(p);
+        table[NCCL_ALGO_RING][p] = 10.0f + static_cast<float>(p);
+      }
+      auto coll = static_cast<ncclFunc_t>((s * 7 + i) % 5);
+      size_t bytes = size_t{1} << ((s * 13 + i) % 30);
+      int nCh = 0;
+      tuner->getCollInfo(ctx[static_cast<size_t>(i)], coll, bytes, 1, table, 0, &nCh);
+      loader::Selection sel = loader::selectAlgo(table, nCh, 8, comm);
+      auto& r = rec[static_cast<size_t>(i)];
+      r.push_back(static_cast<uint8_t>(sel.algo));
+      r.push_back(static_cast<uint8_t>(sel.proto));
+      r.push_back(static_cast<uint8_t>(sel.nChannels));
+    }
+  }
+  {
+    std::string tmp = std::string(argv[2]) + ".tmp";
+    std::ofstream out(tmp, std::ios::binary);
+    for (const auto& r : rec)
+      out.write(reinterpret_cast<const char*>(r.data()), static_cast<std::streamsize>(r.size()));
+    if (!out.good()) return 6;
+    out.close();
+    if (std::rename(tmp.c_str(), argv[2]) != 0) return 7;
+  }
+  std::string go = std::string(argv[2]) + ".go";
+  for (int i = 0; i < 6000 && access(go.c_str(), F_OK) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (void* c : ctx) tuner->finalize(c);
+  return 0;
+}

@@ -1,0 +1,159 @@
+// Agreement across real processes (harness: multiprocess_fixture.h): the coordinator issues a random table
+// at every boundary, with connections cut at random, a late joiner, a member that never joins
+// (observe-only), a coordinator that dies, and adversarial clients hammering the coordinator.
+#include "tests/control/multiprocess_fixture.h"
+
+namespace wirewise::control {
+namespace {
+
+TEST_F(MultiProcess, EightProcessesFirstToBindHostsRandomTableEveryBoundary) {
+  Job job;
+  job.port = freePort();
+  auto rec = run(job);
+  size_t changed = checkIdentical(job, rec);
+  EXPECT_GT(changed, static_cast<size_t>(job.comms * job.collectives) / 10) << "random tables never took effect";
+  EXPECT_EQ(countLog(job.procs, "\"event\":\"control_start\""), static_cast<size_t>(job.procs));
+  EXPECT_EQ(countLog(job.procs, "\"hosting\":true"), 1u);
+  // Every member saw every verdict: collectives / spacing boundaries per comm.
+  EXPECT_GE(countLog(job.procs, "\"event\":\"verdict\""),
+            static_cast<size_t>(job.procs * job.comms) * static_cast<size_t>(job.collectives / 8 - 10));
+}
+
+TEST_F(MultiProcess, DeterministicModeAgrees) {
+  Job job;
+  job.port = freePort();
+  job.sync = "deterministic";
+  job.procs = job.ranks = 4;
+  checkIdentical(job, run(job));
+}
+
+TEST_F(MultiProcess, ConnectionsCutAtRandom) {
+  Job job;
+  uint16_t coordPort = freePort();
+  do job.port = freePort();
+  while (job.port == coordPort);
+  HostedCoordinator coord(coordPort);
+  ASSERT_TRUE(coord.plane->hosting());
+  CuttingProxy proxy(job.port, coordPort, 40);
+  auto rec = run(job);
+  size_t changed = checkIdentical(job, rec);
+  EXPECT_GT(changed, 0u);
+  EXPECT_GT(proxy.cuts(), 5);
+  EXPECT_GT(countLog(job.procs, "reconnected"), 0u);
+}
+
+TEST_F(MultiProcess, LateJoinerMakesOthersWaitThenAgrees) {
+  Job job;
+  job.port = freePort();
+  job.delayMs[5] = 1500;
+  auto rec = run(job);
+  EXPECT_GT(checkIdentical(job, rec), 0u);
+}
+
+TEST_F(MultiProcess, NeverJoinerMakesTheCommObserveOnly) {
+  Job job;
+  job.port = freePort();
+  job.ranks = job.procs + 1;  // one member never comes
+  job.joinTimeoutMs = "300";
+  auto rec = run(job);
+  EXPECT_EQ(checkIdentical(job, rec), 0u);  // identical, and nobody changed anything
+  EXPECT_GE(countLog(job.procs, "\"observe_only\":true"), static_cast<size_t>(job.procs * job.comms));
+}
+
+// The coordinator dies mid-run: every member keeps its last agreed table, then waits at the next boundary
+// it has no verdict for, logging (every WIREWISE_SYNC_TIMEOUT_MS) the coordinator, communicator, boundary
+// and time waited, as documented. Nobody moves on alone, so nobody diverges.
+TEST_F(MultiProcess, CoordinatorKilledMembersWaitAndExplain) {
+  Job job;
+  job.port = freePort();
+  job.collectives = 200000;  // far more than can finish before the coordinator goes
+  job.syncTimeoutMs = "200";
+  auto coord = std::make_unique<HostedCoordinator>(job.port);
+  auto kids = spawn(job);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (countLog(job.procs, "\"index\":20,") < static_cast<size_t>(job.procs * job.comms) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GE(countLog(job.procs, "\"index\":20,"), static_cast<size_t>(job.procs * job.comms)) << "no progress";
+  coord.reset();  // the coordinator's process is gone
+  const std::string needle = "for the verdict of coordinator 127.0.0.1:" + std::to_string(job.port);
+  auto explained = [&](int p) { return countLog(p + 1, needle, "/err", ".txt") - countLog(p, needle, "/err", ".txt"); };
+  auto allExplained = [&] {
+    for (int p = 0; p < job.procs; ++p)
+      if (explained(p) == 0) return false;
+    return true;
+  };
+  while (!allExplained() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (pid_t k : kids) kill(k, SIGKILL);
+  for (pid_t k : kids) waitpid(k, nullptr, 0);
+  for (int p = 0; p < job.procs; ++p) EXPECT_GE(explained(p), 1u) << "process " << p << " did not explain its wait";
+}
+
+// Raw client helpers for the adversarial test.
+std::vector<uint8_t> handshakeAs(tcp::socket& s, const std::string& key, SessionKeys* keys) {
+  Nonce mine = randomNonce();
+  asio::write(s, asio::buffer(encodeFrame(MsgType::Hello, 0, encode(Hello{mine}), nullptr)));
+  std::vector<uint8_t> hdr(4 + kHeaderBytes + kNonceBytes);
+  asio::read(s, asio::buffer(hdr));
+  FrameReader r;
+  r.append(hdr);
+  Frame f;
+  Hello h;
+  if (r.next(&f) != WireError::None || !decode(f.payload, &h)) return {};
+  *keys = deriveSessionKeys({reinterpret_cast<const uint8_t*>(key.data()), key.size()}, h.nonce, mine);
+  return hdr;
+}
+
+TEST_F(MultiProcess, AdversarialClientsAreRejectedAndTheJobGoesOn) {
+  Job job;
+  uint16_t coordPort = freePort();
+  job.port = coordPort;
+  HostedCoordinator coord(coordPort);
+  std::atomic<bool> done{false};
+  std::thread attacker([&] {
+    asio::io_context io;
+    tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), coordPort);
+    std::mt19937_64 rng(7);
+    while (!done.load()) {
+      boost::system::error_code ec;
+      for (int kind = 0; kind < 4; ++kind) {
+        tcp::socket s(io);
+        s.connect(ep, ec);
+        if (ec) continue;
+        SessionKeys k;
+        if (kind == 0) {  // garbage
+          std::vector<uint8_t> junk(512);
+          for (auto& b : junk) b = static_cast<uint8_t>(rng());
+          asio::write(s, asio::buffer(junk), ec);
+        } else if (kind == 1) {  // oversized
+          uint8_t big[8] = {0x7f, 0xff, 0xff, 0xff, 1, 2, 0, 0};
+          asio::write(s, asio::buffer(big), ec);
+        } else if (kind == 2) {  // wrong key, trying to join a comm of the job
+          handshakeAs(s, "not-the-key", &k);
+          asio::write(
+              s, asio::buffer(encodeFrame(MsgType::Join, 1, encode(Join{0xC0FFEE00ull, 42, 8, 1, 0, 0}), &k.toServer)),
+              ec);
+        } else {  // right key, but replays its own frame
+          handshakeAs(s, kKey, &k);
+          auto frame = encodeFrame(MsgType::Leave, 1, encode(Leave{1, 2}), &k.toServer);
+          asio::write(s, asio::buffer(frame), ec);
+          asio::write(s, asio::buffer(frame), ec);
+        }
+        uint8_t sink[256];
+        s.read_some(asio::buffer(sink), ec);  // the coordinator closes it
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  auto rec = run(job);
+  done = true;
+  attacker.join();
+  EXPECT_GT(checkIdentical(job, rec), 0u);
+  CoordinatorStats st = coord.plane->coordinatorStats();
+  EXPECT_GE(st.rejected, 4u);
+  EXPECT_GE(st.joins, static_cast<uint64_t>(job.procs * job.comms));
+}
+
+}  // namespace
+}  // namespace wirewise::control

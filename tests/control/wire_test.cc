@@ -1,0 +1,189 @@
+// The wire protocol: round trips, and rejection of garbage, oversized, unknown-version, wrong-key,
+// replayed and reordered frames.
+#include "control/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+namespace wirewise::control {
+namespace {
+
+std::span<const uint8_t> bytes(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
+
+Verdict sampleVerdict() {
+  Verdict v{0xfeed, 3, 128, 136, false, "random-test", {}};
+  v.rules.push_back({kAny, 0, 1023, {kAlgoRing, kProtoLL, 4}});
+  v.rules.push_back({4, 1024, UINT64_MAX, {kAlgoTree, kAny, 0}});
+  return v;
+}
+
+struct Pair {
+  SessionKeys keys;
+  FrameReader server;
+  Pair() {
+    Nonce s{}, c{};
+    s[0] = 1;
+    c[0] = 2;
+    keys = deriveSessionKeys(bytes("job-key"), s, c);
+    server.setKey(keys.toServer);
+  }
+};
+
+TEST(Wire, MessagesRoundTrip) {
+  Verdict v = sampleVerdict(), v2;
+  ASSERT_TRUE(decode(encode(v), &v2));
+  EXPECT_EQ(v, v2);
+  Join j{1, 2, 16, 2, 0xabc, 7}, j2;
+  ASSERT_TRUE(decode(encode(j), &j2));
+  EXPECT_EQ(j2.commId, 1u);
+  EXPECT_EQ(j2.nNodes, 2u);
+  EXPECT_EQ(j2.nextVerdict, 7u);
+  Report r{1, 2, 3, 4, 5}, r2;
+  ASSERT_TRUE(decode(encode(r), &r2));
+  EXPECT_EQ(r2.elapsedUs, 5u);
+}
+
+TEST(Wire, DecodersRejectEveryTruncationAndTrailingByte) {
+  auto p = encode(sampleVerdict());
+  Verdict v;
+  for (size_t n = 0; n < p.size(); ++n) EXPECT_FALSE(decode(std::span<const uint8_t>(p.data(), n), &v)) << n;
+  p.push_back(0);
+  EXPECT_FALSE(decode(p, &v));
+}
+
+TEST(Wire, DecoderRejectsOutOfRangeFields) {
+  Verdict bad = sampleVerdict(), out;
+  bad.rules[0].decision.algo = 9;
+  EXPECT_FALSE(decode(encode(bad), &out));
+  bad = sampleVerdict();
+  bad.next = bad.boundary;  // boundaries must increase
+  EXPECT_FALSE(decode(encode(bad), &out));
+  bad = sampleVerdict();
+  bad.reason = "bad\nreason";
+  EXPECT_FALSE(decode(encode(bad), &out));
+  Join j{1, 2, 0, 1, 0, 0}, j2;  // zero ranks
+  EXPECT_FALSE(decode(encode(j), &j2));
+}
+
+TEST(Wire, AuthenticatedFramesPassInOrderAcrossArbitrarySplits) {
+  Pair p;
+  std::vector<uint8_t> stream;
+  for (uint64_t c = 1; c <= 5; ++c) {
+    auto f = encodeFrame(MsgType::Report, c, encode(Report{c, 0, 0, 0, 0}), &p.keys.toServer);
+    stream.insert(stream.end(), f.begin(), f.end());
+  }
+  int got = 0;
+  for (size_t i = 0; i < stream.size(); i += 7) {
+    p.server.append(std::span<const uint8_t>(stream).subspan(i, std::min<size_t>(7, stream.size() - i)));
+    Frame f;
+    WireError e;
+    while ((e = p.server.next(&f)) == WireError::None) {
+      Report r;
+      ASSERT_TRUE(decode(f.payload, &r));
+      EXPECT_EQ(r.commId, static_cast<uint64_t>(++got));
+    }
+    ASSERT_EQ(e, WireError::NeedMore);
+  }
+  EXPECT_EQ(got, 5);
+}
+
+TEST(Wire, WrongKeyIsRejected) {
+  Pair p;
+  Nonce s{}, c{};
+  SessionKeys other = deriveSessionKeys(bytes("another-job"), s, c);
+  p.server.append(encodeFrame(MsgType::Join, 1, encode(Join{1, 1, 1, 1, 0, 0}), &other.toServer));
+  Frame f;
+  EXPECT_EQ(p.server.next(&f), WireError::BadMac);
+  EXPECT_EQ(p.server.next(&f), WireError::BadMac);  // sticky
+}
+
+TEST(Wire, ReflectedFrameIsRejected) {
+  Pair p;  // a coordinator's own frame sent back to it: the other direction's key
+  p.server.append(encodeFrame(MsgType::Verdict, 1, encode(sampleVerdict()), &p.keys.toClient));
+  Frame f;
+  EXPECT_EQ(p.server.next(&f), WireError::BadMac);
+}
+
+TEST(Wire, ReplayedAndReorderedFramesAreRejected) {
+  Pair p;
+  auto f1 = encodeFrame(MsgType::Report, 1, encode(Report{}), &p.keys.toServer);
+  p.server.append(f1);
+  Frame f;
+  ASSERT_EQ(p.server.next(&f), WireError::None);
+  p.server.append(f1);
+  EXPECT_EQ(p.server.next(&f), WireError::Replayed);
+
+  Pair q;
+  q.server.append(encodeFrame(MsgType::Report, 2, encode(Report{}), &q.keys.toServer));
+  EXPECT_EQ(q.server.next(&f), WireError::Replayed);  // skipped counter 1
+}
+
+TEST(Wire, FrameFromAnotherConnectionFailsAuthentication) {
+  Pair p;
+  Nonce s{}, c{};
+  s[0] = 9;  // another connection: other nonces, same job key
+  SessionKeys k2 = deriveSessionKeys(bytes("job-key"), s, c);
+  p.server.append(encodeFrame(MsgType::Report, 1, encode(Report{}), &k2.toServer));
+  Frame f;
+  EXPECT_EQ(p.server.next(&f), WireError::BadMac);
+}
+
+TEST(Wire, OversizedLengthIsRejectedBeforeItsBodyArrives) {
+  FrameReader r;
+  uint8_t hdr[4] = {0x00, 0x10, 0x00, 0x01};  // 1 MiB + 1
+  r.append(hdr);
+  Frame f;
+  EXPECT_EQ(r.next(&f), WireError::Oversized);
+  FrameReader tiny;
+  uint8_t small[5] = {0, 0, 0, 1, 1};
+  tiny.append(small);
+  EXPECT_EQ(tiny.next(&f), WireError::Undersized);
+}
+
+TEST(Wire, UnknownVersionAndTypeAreRejected) {
+  auto h = encodeFrame(MsgType::Hello, 0, encode(Hello{}), nullptr);
+  auto v = h;
+  v[4] = 2;
+  FrameReader r1;
+  r1.append(v);
+  Frame f;
+  EXPECT_EQ(r1.next(&f), WireError::BadVersion);
+  auto t = h;
+  t[5] = 77;
+  FrameReader r2;
+  r2.append(t);
+  EXPECT_EQ(r2.next(&f), WireError::BadType);
+  // Before the handshake only Hello; after it never Hello.
+  FrameReader r3;
+  r3.append(encodeFrame(MsgType::Join, 0, encode(Join{}), nullptr));
+  EXPECT_EQ(r3.next(&f), WireError::BadType);
+  Pair p;
+  p.server.append(h);
+  EXPECT_EQ(p.server.next(&f), WireError::Undersized);  // too short to carry a MAC
+}
+
+TEST(Wire, RandomGarbageNeverPassesAuthentication) {
+  std::mt19937_64 rng(42);
+  int accepted = 0;
+  for (int i = 0; i < 2000; ++i) {
+    Pair p;
+    std::vector<uint8_t> junk(46 + rng() % 200);
+    for (auto& b : junk) b = static_cast<uint8_t>(rng());
+    // A well-formed header (length, version, a member's type), so that only the MAC can stop it.
+    size_t len = junk.size() - 4;
+    junk[0] = 0, junk[1] = 0, junk[2] = static_cast<uint8_t>(len >> 8), junk[3] = static_cast<uint8_t>(len);
+    junk[4] = kWireVersion;
+    junk[5] = static_cast<uint8_t>(2 + rng() % 4);
+    p.server.append(junk);
+    Frame f;
+    WireError e = p.server.next(&f);
+    if (e == WireError::None) ++accepted;
+    ASSERT_EQ(e, WireError::BadMac);
+  }
+  EXPECT_EQ(accepted, 0);
+}
+
+}  // namespace
+}  // namespace wirewise::control
