@@ -6,16 +6,7 @@ namespace {
 
 ncclResult_t init(void** context, int* eActivationMask, const char* commName, uint64_t commHash, int nNodes,
                   int nranks, int rank, ncclDebugLogger_t logfn) {
-  wirewise::ProfilerInitArgs args;
-  args.abiVersion = 4;
-  args.commId = commHash;
-  args.activationMask = eActivationMask;
-  args.commName = commName;
-  args.nNodes = nNodes;
-  args.nRanks = nranks;
-  args.rank = rank;
-  args.logger = logfn;
-  return wirewise::profilerInit(args, context);
+  return wirewise::shim::profilerInitShim(4, context, commHash, eActivationMask, commName, nNodes, nranks, rank, logfn);
 }
 
 ncclResult_t startEvent(void* context, void** eHandle, ncclProfilerEventDescr_v4_t* eDescr) {

@@ -6,16 +6,7 @@ namespace {
 
 ncclResult_t init(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes,
                   int nranks, int rank, ncclDebugLogger_t logfn) {
-  wirewise::ProfilerInitArgs args;
-  args.abiVersion = 5;
-  args.commId = commId;
-  args.activationMask = eActivationMask;
-  args.commName = commName;
-  args.nNodes = nNodes;
-  args.nRanks = nranks;
-  args.rank = rank;
-  args.logger = logfn;
-  return wirewise::profilerInit(args, context);
+  return wirewise::shim::profilerInitShim(5, context, commId, eActivationMask, commName, nNodes, nranks, rank, logfn);
 }
 
 ncclResult_t startEvent(void* context, void** eHandle, ncclProfilerEventDescr_v5_t* eDescr) {

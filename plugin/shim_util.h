@@ -28,6 +28,21 @@ inline ncclResult_t costTableGetCollInfo(void* context, ncclFunc_t collType, siz
   return tunerGetCollInfo(context, {static_cast<int>(collType), nBytes, numPipeOps, regBuff, true}, table, nChannels);
 }
 
+// v4 and v5 profiler init take the same values in a different order.
+inline ncclResult_t profilerInitShim(int version, void** context, uint64_t commId, int* eActivationMask,
+                                     const char* commName, int nNodes, int nRanks, int rank, ncclDebugLogger_t log) {
+  ProfilerInitArgs args;
+  args.abiVersion = version;
+  args.commId = commId;
+  args.activationMask = eActivationMask;
+  args.commName = commName;
+  args.nNodes = nNodes;
+  args.nRanks = nRanks;
+  args.rank = rank;
+  args.logger = log;
+  return profilerInit(args, context);
+}
+
 template <typename Descr>
 ProfEvent toProfEvent(const Descr& d) {
   ProfEvent ev;
