@@ -15,8 +15,10 @@ void CommAgreement::join(uint64_t memberId, int64_t nowMs) {
   if (members_.size() < nRanks_) members_.insert(memberId);
   if (verdicts_.empty() && members_.size() == nRanks_) {
     std::vector<Report> none;
-    PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, 0, &none});
-    issue({commId_, 0, kB0, kB0 + std::max(params_.fixedSpacing, kMinSpacing), false, out.reason, out.rules});
+    uint64_t spacing = std::clamp(params_.fixedSpacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
+    PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, 0, kB0, spacing, &none});
+    if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
+    issue({commId_, 0, kB0, kB0 + spacing, false, out.reason, out.rules});
   }
 }
 
@@ -55,7 +57,8 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
     }
     spacing = std::clamp<uint64_t>(spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
   }
-  PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, prev.index + 1, &pending_});
+  PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, prev.index + 1, prev.next, spacing, &pending_});
+  if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
   uint64_t b = prev.next;
   issue({commId_, prev.index + 1, b, b + spacing, false, out.reason, out.rules});
   pending_.clear();

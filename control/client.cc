@@ -13,13 +13,14 @@ constexpr auto kRetry = std::chrono::milliseconds(100);
 }  // namespace
 
 Client::Client(asio::io_context& io, std::string host, uint16_t port, std::vector<uint8_t> jobKey, LogFn log,
-               VerdictFn onVerdict)
+               VerdictFn onVerdict, ReportFillFn fill)
     : io_(io),
       host_(std::move(host)),
       port_(port),
       jobKey_(std::move(jobKey)),
       log_(std::move(log)),
       onVerdict_(std::move(onVerdict)),
+      fill_(std::move(fill)),
       tick_(io),
       retry_(io) {}
 
@@ -137,7 +138,10 @@ void Client::tick() {
       int64_t at = m->passedAtUs.load(std::memory_order_relaxed),
               prev = m->prevPassedAtUs.load(std::memory_order_relaxed);
       Report r{m->commId(), m->memberId(), p - 1, m->passedSeq.load(std::memory_order_relaxed),
-               static_cast<uint64_t>(std::max<int64_t>(0, at - prev))};
+               static_cast<uint64_t>(std::max<int64_t>(0, at - prev)),
+               {},
+               {}};
+      if (fill_) fill_(*m, &r);
       session_->send(MsgType::Report, encode(r));
     }
   }

@@ -19,11 +19,13 @@
 namespace wirewise::control {
 
 using VerdictFn = std::function<void(const Member&, const Verdict&)>;
+// Adds the member's evidence (samples, sights) to a report about to be sent; I/O thread.
+using ReportFillFn = std::function<void(Member&, Report*)>;
 
 class Client {
  public:
   Client(boost::asio::io_context& io, std::string host, uint16_t port, std::vector<uint8_t> jobKey, LogFn log,
-         VerdictFn onVerdict);
+         VerdictFn onVerdict, ReportFillFn fill = nullptr);
   void start();
   void stop();
   // I/O thread only.
@@ -46,6 +48,7 @@ class Client {
   std::vector<uint8_t> jobKey_;
   LogFn log_;
   VerdictFn onVerdict_;
+  ReportFillFn fill_;
   boost::asio::steady_timer tick_, retry_;
   std::shared_ptr<Session> session_;
   bool connecting_ = false, stopped_ = false, warned_ = false;

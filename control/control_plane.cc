@@ -1,5 +1,7 @@
 #include "control/control_plane.h"
 
+#include "control/adaptive_policy.h"
+
 #include <boost/asio/post.hpp>
 #include <future>
 
@@ -11,6 +13,7 @@ using asio::ip::tcp;
 namespace {
 std::unique_ptr<Policy> makePolicy(const ControlOptions& o) {
   if (o.policy == "random-test") return makeRandomTablePolicy(o.policySeed);
+  if (o.policy == "adaptive") return makeAdaptivePolicy(o.adaptive, o.policyEvent);
   return makeKeepStaticPolicy(o.staticRules);
 }
 }  // namespace
@@ -35,7 +38,8 @@ ControlPlane::ControlPlane(ControlOptions opts) : opts_(std::move(opts)) {
       }
     }
   }
-  client_ = std::make_unique<Client>(io_, opts_.host, opts_.port, opts_.jobKey, opts_.log, opts_.onVerdict);
+  client_ = std::make_unique<Client>(io_, opts_.host, opts_.port, opts_.jobKey, opts_.log, opts_.onVerdict,
+                                     opts_.fillReport);
   client_->start();
   thread_ = std::thread([this] {
     for (;;) {

@@ -12,6 +12,8 @@
 #include "control/coordinator.h"
 #include "control/member.h"
 #include "control/policy.h"
+#include "adaptive/comm_policy.h"
+#include "adaptive/policy_params.h"
 
 namespace wirewise::control {
 
@@ -26,6 +28,10 @@ struct ControlOptions {
   bool mayHost = true;  // try to bind host:port and host the coordinator
   LogFn log;
   VerdictFn onVerdict;  // called on the I/O thread for each verdict a member accepts
+  ReportFillFn fillReport;  // adds telemetry to each report (I/O thread); may be null
+  // Policy "adaptive": its parameters and where its log events go (the coordinator's thread).
+  adapt::PolicyParams adaptive;
+  adapt::EventFn policyEvent;
 };
 
 class ControlPlane {

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "adaptive/decision_table.h"
+#include "adaptive/evidence_types.h"
 #include "control/wire.h"
 
 namespace wirewise::control {
@@ -62,6 +63,9 @@ class Member {
   // counted it, so nobody else can change either); once sent, only a verdict decides.
   std::atomic<bool> joinSent{false};
   uint64_t reported = 0;  // I/O thread only
+  // NCCL's cost tables as the tuner first saw them (written by the getCollInfo thread, read by the I/O
+  // thread for reports). Allocated by whoever creates the member; null: no sights are reported.
+  std::unique_ptr<adapt::SightTable> sights;
 
  private:
   const uint64_t commId_, memberId_;

@@ -19,12 +19,15 @@ struct PolicyInput {
   uint64_t commId = 0;
   uint32_t nRanks = 0, nNodes = 0;
   uint64_t index = 0;                  // the verdict being made
+  uint64_t boundary = 0;               // B_index, where its table starts
+  uint64_t spacing = 0;                // the agreement's spacing for it (collectives to B_index+1)
   const std::vector<Report>* reports;  // reports at B_index-1 (empty for verdict 0)
 };
 
 struct PolicyOutput {
   std::vector<TableRule> rules;
   std::string reason;
+  uint64_t spacing = 0;  // collectives until the next boundary; 0: the agreement chooses
 };
 
 class Policy {

@@ -1,5 +1,8 @@
 #include "control/wire.h"
 
+#include <bit>
+#include <cmath>
+
 #include <cstring>
 
 namespace wirewise::control {
@@ -182,12 +185,63 @@ std::vector<uint8_t> encode(const Report& m) {
   w.u64(m.index);
   w.u64(m.seq);
   w.u64(m.elapsedUs);
+  size_t ns = std::min(m.samples.size(), kMaxReportSamples);
+  w.u32(static_cast<uint32_t>(ns));
+  for (size_t i = 0; i < ns; ++i) {
+    const adapt::Sample& s = m.samples[i];
+    w.u64(s.seqNumber);
+    w.u64(s.bytes);
+    w.u32(s.durationNs);
+    w.u8(static_cast<uint8_t>(s.coll));
+    w.u8(static_cast<uint8_t>(s.algo));
+    w.u8(static_cast<uint8_t>(s.proto));
+    w.u8(s.nChannels);
+  }
+  size_t nt = std::min(m.sights.size(), kMaxReportSights);
+  w.u32(static_cast<uint32_t>(nt));
+  for (size_t i = 0; i < nt; ++i) {
+    const adapt::Sight& s = m.sights[i];
+    w.u8(static_cast<uint8_t>(s.coll));
+    w.u8(s.bucket);
+    w.u64(s.bytes);
+    for (const auto& row : s.cost)
+      for (float f : row) w.u32(std::bit_cast<uint32_t>(f));
+  }
   return w.take();
 }
 bool decode(std::span<const uint8_t> p, Report* m) {
   Reader r(p);
-  return r.u64(&m->commId) && r.u64(&m->memberId) && r.u64(&m->index) && r.u64(&m->seq) && r.u64(&m->elapsedUs) &&
-         r.done();
+  uint32_t n = 0;
+  if (!r.u64(&m->commId) || !r.u64(&m->memberId) || !r.u64(&m->index) || !r.u64(&m->seq) || !r.u64(&m->elapsedUs) ||
+      !r.u32(&n) || n > kMaxReportSamples)
+    return false;
+  m->samples.assign(n, {});
+  for (adapt::Sample& s : m->samples) {
+    uint8_t c, a, pr;
+    if (!r.u64(&s.seqNumber) || !r.u64(&s.bytes) || !r.u32(&s.durationNs) || !r.u8(&c) || !r.u8(&a) || !r.u8(&pr) ||
+        !r.u8(&s.nChannels))
+      return false;
+    s.coll = static_cast<int8_t>(c), s.algo = static_cast<int8_t>(a), s.proto = static_cast<int8_t>(pr);
+    if (s.coll < -1 || s.coll >= kNumCollTypes || s.algo < -1 || s.algo >= kNumAlgos || s.proto < -1 ||
+        s.proto >= kNumProtos || s.nChannels > kMaxChannels)
+      return false;
+  }
+  if (!r.u32(&n) || n > kMaxReportSights) return false;
+  m->sights.assign(n, {});
+  for (adapt::Sight& s : m->sights) {
+    uint8_t c;
+    if (!r.u8(&c) || !r.u8(&s.bucket) || !r.u64(&s.bytes)) return false;
+    s.coll = static_cast<int8_t>(c);
+    if (s.coll < 0 || s.coll >= kNumCollTypes || s.bucket >= SizeBuckets::kCount) return false;
+    for (auto& row : s.cost)
+      for (float& f : row) {
+        uint32_t bits;
+        if (!r.u32(&bits)) return false;
+        f = std::bit_cast<float>(bits);
+        if (!std::isfinite(f)) return false;
+      }
+  }
+  return r.done();
 }
 
 std::vector<uint8_t> encode(const Verdict& m) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "adaptive/decision_table.h"
+#include "adaptive/evidence_types.h"
 #include "control/sha256.h"
 
 namespace wirewise::control {
@@ -91,7 +92,13 @@ struct Report {
   uint64_t index = 0;      // it passed boundary B_index
   uint64_t seq = 0;        // == B_index
   uint64_t elapsedUs = 0;  // wall time since it passed the previous boundary (its collective rate)
+  // Evidence for the policy: collectives completed since the previous report (at most kMaxReportSamples,
+  // the rest follow in later reports) and NCCL's cost tables first seen since then.
+  std::vector<adapt::Sample> samples;
+  std::vector<adapt::Sight> sights;
 };
+inline constexpr size_t kMaxReportSamples = 2000;  // 24 bytes each
+inline constexpr size_t kMaxReportSights = 64;     // 94 bytes each; with the samples well under kMaxFrameBytes
 struct Verdict {
   uint64_t commId = 0;
   uint64_t index = 0;     // k: the table for [B_k, B_k+1)

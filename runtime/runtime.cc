@@ -4,8 +4,10 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
 #include "control/control_plane.h"
+#include "control/member.h"
 #include "control/rendezvous.h"
 #include "runtime/log.h"
 
@@ -18,6 +20,10 @@ Runtime* gRuntime = nullptr;
 int gRefs = 0;
 
 constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
+// Samples kept per sink for the coordinator: a few boundaries' worth even at 8 collectives per boundary.
+constexpr size_t kMaxReportBacklog = 1 << 16;
+// Deterministic mode knows no collective rates: boundaries at this fixed spacing unless configured.
+constexpr uint64_t kDeterministicSpacing = 32;
 
 std::string hostName() {
   char buf[256] = {};
@@ -142,6 +148,20 @@ control::ControlPlane* Runtime::controlPlane() {
   if (settings_.boundarySpacing > 0) {
     o.params.fixedSpacing = static_cast<uint64_t>(settings_.boundarySpacing);
     o.params.useFixedSpacing = true;
+  } else if (o.params.deterministic) {
+    o.params.fixedSpacing = kDeterministicSpacing;
+  }
+  o.adaptive.detector.drift = settings_.detectDrift;
+  o.adaptive.detector.threshold = settings_.detectThreshold;
+  o.adaptive.detector.clip = std::min(o.adaptive.detector.clip, 0.75 * settings_.detectThreshold);
+  o.adaptive.exploreShare = settings_.exploreShare;
+  o.adaptive.switchGain = settings_.switchGain;
+  o.adaptive.probeSpacing = static_cast<uint64_t>(settings_.probeSpacing);
+  o.policyEvent = [this](nlohmann::json ev) { event(std::move(ev)); };
+  o.fillReport = [this](control::Member& m, control::Report* r) { fillReport(m, r); };
+  {
+    std::lock_guard<std::mutex> sinksLock(mu_);
+    keepForReports_ = true;
   }
   o.policy = settings_.policy;
   const ParsedConfig* cfg = &config_;
@@ -211,7 +231,7 @@ void Runtime::stopThread() {
 
 void Runtime::addSink(EventSink* sink) {
   std::lock_guard<std::mutex> lock(mu_);
-  sinks_.push_back(std::make_unique<Tracked>(Tracked{sink, Aggregator(sink->nRanks()), {}}));
+  sinks_.push_back(std::make_unique<Tracked>(Tracked{sink, Aggregator(sink->nRanks()), {}, {}, nullptr, 0}));
 }
 
 void Runtime::removeSink(EventSink* sink) {
@@ -226,11 +246,62 @@ void Runtime::removeSink(EventSink* sink) {
   }
 }
 
+void Runtime::fillReport(control::Member& m, control::Report* r) {
+  if (m.sights) {
+    for (int c = 0; c < kNumCollTypes; ++c)
+      for (int b = 0; b < SizeBuckets::kCount && r->sights.size() < control::kMaxReportSights; ++b) {
+        adapt::SightSlot& s = m.sights->slots[c][b];
+        if (s.state.load(std::memory_order_acquire) != adapt::SightTable::kReady) continue;
+        adapt::Sight out;
+        out.coll = static_cast<int8_t>(c);
+        out.bucket = static_cast<uint8_t>(b);
+        out.bytes = s.bytes;
+        std::memcpy(out.cost, s.cost, sizeof out.cost);
+        r->sights.push_back(out);
+        s.state.store(adapt::SightTable::kSent, std::memory_order_relaxed);
+      }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  // Pair the member with a sink of its comm: its own pairing, else the first unpaired one. The profiler
+  // and the tuner of one rank are separate contexts that NCCL never links; any one-to-one pairing serves,
+  // because the coordinator merges every member's samples of a collective anyway.
+  Tracked* t = nullptr;
+  for (auto& x : sinks_)
+    if (x->sink->commId() == m.commId() && x->member == &m) t = x.get();
+  if (t == nullptr)
+    for (auto& x : sinks_)
+      if (x->sink->commId() == m.commId() && x->member == nullptr) {
+        x->member = &m;
+        t = x.get();
+        break;
+      }
+  if (t == nullptr) return;
+  drainLocked(*t);
+  // Only collectives before the boundary: what a rank has completed when it passes B_k is exactly the
+  // collectives before it, so the report at B_k carries the same collectives on every run.
+  auto& q = t->forReport;
+  while (!q.empty() && q.front().collIndex < r->seq && r->samples.size() < control::kMaxReportSamples) {
+    const CollSample& s = q.front();
+    r->samples.push_back({s.seqNumber, s.bytes,
+                          static_cast<uint32_t>(std::min<uint64_t>(s.durationNs, UINT32_MAX)), s.coll, s.algo,
+                          s.proto, s.nChannels});
+    q.pop_front();
+  }
+}
+
 void Runtime::drainLocked(Tracked& t) {
   CollSample buf[256];
   for (;;) {
     size_t n = t.sink->drain(buf, 256);
-    for (size_t i = 0; i < n; ++i) t.agg.add(buf[i]);
+    for (size_t i = 0; i < n; ++i) {
+      t.agg.add(buf[i]);
+      if (!keepForReports_) continue;
+      if (t.forReport.size() >= kMaxReportBacklog) {
+        t.forReport.pop_front();
+        ++t.reportDropped;
+      }
+      t.forReport.push_back(buf[i]);
+    }
     if (n < 256) break;
   }
 }

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,8 @@ namespace wirewise {
 
 namespace control {
 class ControlPlane;
+class Member;
+struct Report;
 }
 
 class Runtime {
@@ -67,7 +70,13 @@ class Runtime {
     EventSink* sink;
     Aggregator agg;
     SinkCounters reported;
+    // Samples waiting for the control-plane report of the member paired with this sink (sync only).
+    std::deque<CollSample> forReport;
+    const void* member = nullptr;
+    uint64_t reportDropped = 0;
   };
+  // I/O thread: the member's evidence since its last report (docs/policy.md, "Evidence").
+  void fillReport(control::Member& m, control::Report* r);
   void drainLocked(Tracked& t);
   void summarizeLocked(Tracked& t, int64_t intervalMs);
 
@@ -79,6 +88,7 @@ class Runtime {
   std::condition_variable cv_;
   bool stop_ = false;
   std::vector<std::unique_ptr<Tracked>> sinks_;
+  bool keepForReports_ = false;  // sync on and apply mode: samples also go to the coordinator
   std::chrono::steady_clock::time_point lastSummary_;
   std::thread thread_;
 

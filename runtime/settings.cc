@@ -37,12 +37,23 @@ constexpr SettingDoc kDocs[] = {
      "a communicator waiting this long at a boundary for its verdict logs a WARN (and again every interval)"},
     {"WIREWISE_JOIN_TIMEOUT_MS", "int", "10000", "100 .. 3600000",
      "members of a communicator must all join within this time, else it is observe-only"},
-    {"WIREWISE_POLICY", "enum", "static", "static, random-test",
-     "the coordinator's policy: static distributes WIREWISE_CONFIG; random-test changes tables at every boundary "
-     "(tests only)"},
+    {"WIREWISE_POLICY", "enum", "static", "static, adaptive, random-test",
+     "the coordinator's policy (needs WIREWISE_SYNC): static distributes WIREWISE_CONFIG; adaptive measures, "
+     "detects changes and re-plans (docs/policy.md); random-test changes tables at every boundary (tests only)"},
     {"WIREWISE_BOUNDARY_SPACING", "int", "0", "0, or 8 .. 1048576",
-     "collectives between boundaries; 0: from observed rates (about 100 ms of a comm's traffic; 256 in "
+     "collectives between boundaries; 0: from observed rates (about 100 ms of a comm's traffic; 32 in "
      "deterministic mode)"},
+    {"WIREWISE_PROBE_SPACING", "int", "8", "8 .. 1048576",
+     "adaptive policy: the shortest interval (collectives) that carries a probe; longer when the probed size "
+     "is rare"},
+    {"WIREWISE_EXPLORE_SHARE", "real", "0.015", "0 .. 0.2",
+     "adaptive policy: re-probing stops while measured exploration exceeds this share of the comm's time"},
+    {"WIREWISE_SWITCH_GAIN", "real", "0.03", "0 .. 0.5",
+     "adaptive policy: a candidate replaces the incumbent only when measured this much faster (hysteresis)"},
+    {"WIREWISE_DETECT_DRIFT", "real", "0.03", "0.001 .. 0.5",
+     "adaptive policy: CUSUM drift k on the log time ratio; smaller changes are ignored"},
+    {"WIREWISE_DETECT_THRESHOLD", "real", "0.12", "0.01 .. 5",
+     "adaptive policy: CUSUM alarm threshold h; raise it to trade detection speed for fewer false alarms"},
     {"WIREWISE_NET_STREAMS", "int", "1", "1 .. 16",
      "net face: TCP connections per rail in every send/receive connection"},
     {"WIREWISE_NET_CHUNK_KB", "int", "256", "4 .. 1048576",
@@ -66,6 +77,22 @@ void readInt(const EnvSource& env, const char* name, int64_t lo, int64_t hi, int
   long long x = std::strtoll(v, &end, 10);
   while (end && (*end == ' ' || *end == '\t')) ++end;
   if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi) {
+    warnings->push_back("ignoring " + std::string(name) + "=\"" + v + "\": accepted range is " + docOf(name).range +
+                        "; using the default " + docOf(name).fallback);
+    return;
+  }
+  *out = x;
+}
+
+void readReal(const EnvSource& env, const char* name, double lo, double hi, double* out,
+              std::vector<std::string>* warnings) {
+  const char* v = env(name);
+  if (v == nullptr || *v == '\0') return;
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(v, &end);
+  while (end && (*end == ' ' || *end == '\t')) ++end;
+  if (errno != 0 || end == v || *end != '\0' || !(x >= lo && x <= hi)) {
     warnings->push_back("ignoring " + std::string(name) + "=\"" + v + "\": accepted range is " + docOf(name).range +
                         "; using the default " + docOf(name).fallback);
     return;
@@ -144,6 +171,11 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
   readInt(env, "WIREWISE_BOUNDARY_SPACING", 0, 1 << 20, &s.boundarySpacing, warnings);
   readInt(env, "WIREWISE_NET_STREAMS", 1, 16, &s.netStreams, warnings);
   readInt(env, "WIREWISE_NET_CHUNK_KB", 4, 1 << 20, &s.netChunkKb, warnings);
+  readInt(env, "WIREWISE_PROBE_SPACING", 8, 1 << 20, &s.probeSpacing, warnings);
+  readReal(env, "WIREWISE_EXPLORE_SHARE", 0, 0.2, &s.exploreShare, warnings);
+  readReal(env, "WIREWISE_SWITCH_GAIN", 0, 0.5, &s.switchGain, warnings);
+  readReal(env, "WIREWISE_DETECT_DRIFT", 0.001, 0.5, &s.detectDrift, warnings);
+  readReal(env, "WIREWISE_DETECT_THRESHOLD", 0.01, 5, &s.detectThreshold, warnings);
   if (s.boundarySpacing > 0 && s.boundarySpacing < 8) {
     warnings->push_back("ignoring WIREWISE_BOUNDARY_SPACING=" + std::to_string(s.boundarySpacing) +
                         ": accepted range is 0, or 8 .. 1048576; using the default 0");
@@ -151,7 +183,7 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
   }
   if (const char* p = env("WIREWISE_POLICY"); p && *p) {
     std::string v(p);
-    if (v == "static" || v == "random-test")
+    if (v == "static" || v == "adaptive" || v == "random-test")
       s.policy = v;
     else
       warnings->push_back("ignoring WIREWISE_POLICY=\"" + v + "\": accepted values are " +

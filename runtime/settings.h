@@ -40,6 +40,11 @@ struct Settings {
   int64_t joinTimeoutMs = 10000;   // WIREWISE_JOIN_TIMEOUT_MS
   std::string policy = "static";   // WIREWISE_POLICY
   int64_t boundarySpacing = 0;     // WIREWISE_BOUNDARY_SPACING; 0: from observed rates
+  int64_t probeSpacing = 8;        // WIREWISE_PROBE_SPACING
+  double exploreShare = 0.015;     // WIREWISE_EXPLORE_SHARE
+  double switchGain = 0.03;        // WIREWISE_SWITCH_GAIN
+  double detectDrift = 0.03;       // WIREWISE_DETECT_DRIFT
+  double detectThreshold = 0.12;   // WIREWISE_DETECT_THRESHOLD
   int64_t netStreams = 1;          // WIREWISE_NET_STREAMS
   int64_t netChunkKb = 256;        // WIREWISE_NET_CHUNK_KB
 };

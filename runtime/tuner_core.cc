@@ -41,6 +41,7 @@ struct TunerComm {
   std::atomic<uint64_t> nextBoundary{control::kNoBoundary};
   uint64_t nextIndex = 0;
   std::shared_ptr<control::Member> member;
+  adapt::SightTable* sights = nullptr;  // member->sights: NCCL's cost tables for the policy
   std::string coordinator;
   int64_t syncTimeoutMs = 30000, joinTimeoutMs = 10000;
 };
@@ -110,6 +111,23 @@ __attribute__((noinline, cold)) void crossBoundary(TunerComm& c, uint64_t seq) n
   m.passedAtUs.store(steadyUs(), std::memory_order_relaxed);
   m.passedSeq.store(seq, std::memory_order_relaxed);
   m.passed.store(n->index + 1, std::memory_order_release);
+}
+
+// NCCL's untouched cost table, the first time a (collective, bucket) is seen: the policy's prior. Cold.
+__attribute__((noinline, cold)) void recordSight(adapt::SightSlot& s, const CollRequest& req,
+                                                 CostTableView table) noexcept {
+  s.state.store(adapt::SightTable::kWriting, std::memory_order_relaxed);
+  s.bytes = req.nBytes;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int p = 0; p < kNumProtos; ++p) s.cost[a][p] = table.inRange(a, p) ? table.get(a, p) : -1.0f;
+  s.state.store(adapt::SightTable::kReady, std::memory_order_release);
+}
+
+inline void noteSight(adapt::SightTable& t, const CollRequest& req, CostTableView table) noexcept {
+  if (req.collType < 0 || req.collType >= kNumCollTypes || !req.costsKnown) return;
+  adapt::SightSlot& s = t.slots[req.collType][SizeBuckets::index(req.nBytes)];
+  if (s.state.load(std::memory_order_relaxed) == adapt::SightTable::kEmpty) [[unlikely]]
+    recordSight(s, req, table);
 }
 
 uint64_t memberIdOf(const std::string& host, const void* context) {
@@ -187,6 +205,8 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
         c->member = std::make_shared<control::Member>(c->commId, memberIdOf(rt->host(), c.get()),
                                                       static_cast<uint32_t>(args.nRanks),
                                                       static_cast<uint32_t>(args.nNodes), table->digest());
+        c->member->sights = std::make_unique<adapt::SightTable>();
+        c->sights = c->member->sights.get();
         c->coordinator = cp->address();
         c->syncTimeoutMs = rt->settings().syncTimeoutMs;
         c->joinTimeoutMs = rt->settings().joinTimeoutMs;
@@ -218,6 +238,7 @@ ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableVi
   if (seq >= c->nextBoundary.load(std::memory_order_relaxed)) [[unlikely]] crossBoundary(*c, seq);
   if (c->mode != Mode::Apply) return ncclSuccess;
   const DecisionTable* t = c->table.load(std::memory_order_acquire);
+  if (c->sights != nullptr && table.valid()) noteSight(*c->sights, req, table);
   if (t == nullptr || t->isNeutral() || !table.valid()) return ncclSuccess;
   Decision d = t->lookup(req.collType, req.nBytes);
   if (d.keepsNccl()) return ncclSuccess;

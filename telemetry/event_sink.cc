@@ -122,10 +122,12 @@ struct EventSink::Impl {
   IndexFreeList freeColls, freeChans;
   std::unique_ptr<SampleRing> ring;
   std::atomic<uint64_t> orderCounter{0};
+  std::atomic<uint64_t> collCalls{0};
   std::atomic<uint64_t> started{0}, emitted{0}, poolDrops{0}, ringDrops{0}, incomplete{0}, orphans{0}, unsampled{0};
 };
 
 void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
+  const uint64_t collIndex = collCalls.fetch_add(1, std::memory_order_relaxed);
   uint32_t idx;
   CollSlot* s = nullptr;
   uint32_t gen;
@@ -147,6 +149,7 @@ void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
   }
   s->proto = CollSample{};
   s->proto.seqNumber = ev.seqNumber;
+  s->proto.collIndex = collIndex;
   s->proto.bytes = bytes;
   s->proto.coll = static_cast<int8_t>(coll);
   s->proto.algo = static_cast<int8_t>(algoIndexFromName(ev.algo));

@@ -1,4 +1,6 @@
 // `wirewise log summarize FILE... [--json]`: what an adaptation log says, per communicator.
+// `wirewise log explain FILE... [--comm HEX] [--coll NAME] [--bytes N] [--json]`: why each range of the
+// table in force at the end of the log is what it is, in plain English.
 #include <fmt/core.h>
 
 #include <fstream>
@@ -6,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "adaptive/types.h"
 #include "tools/commands.h"
+#include "tools/log_explain.h"
 #include "tools/log_summary.h"
 
 namespace wirewise::tools {
@@ -17,30 +21,103 @@ struct SummarizeOptions {
   bool json = false;
 };
 
-int runSummarize(const SummarizeOptions& o) {
-  LogSummary summary;
-  for (const auto& file : o.files) {
+struct ExplainOptions {
+  std::vector<std::string> files;
+  std::string comm, coll, bytes;
+  bool json = false;
+};
+
+// Reads every file into *s. Malformed lines get a warning on stderr; a last line cut short (the writer was
+// busy, or died mid-line) gets a note of its own, since that is what a log still being written looks like.
+// Returns false, having said why, when a file cannot be read.
+bool readLogs(const std::vector<std::string>& files, const char* command, LogSummary* s) {
+  for (const auto& file : files) {
     std::ifstream in(file);
     if (!in) {
-      fmt::print(stderr, "wirewise log summarize: cannot read {}\n", file);
+      fmt::print(stderr, "wirewise log {}: cannot read {}\n", command, file);
+      return false;
+    }
+    const uint64_t before = s->malformed;
+    const size_t listedBefore = s->malformedLines.size(), cutBefore = s->cutLines.size();
+    const uint64_t firstLine = s->lines;
+    addLog(in, s);
+    const bool cut = s->cutLines.size() > cutBefore;
+    const uint64_t cutLine = cut ? s->cutLines.back() : 0;
+    const uint64_t bad = s->malformed - before - (cut ? 1 : 0);
+    if (bad > 0) {
+      std::string where;
+      size_t listed = 0;
+      for (size_t i = listedBefore; i < s->malformedLines.size(); ++i) {
+        if (s->malformedLines[i] == cutLine) continue;
+        where += (where.empty() ? "" : ", ") + std::to_string(s->malformedLines[i] - firstLine);
+        ++listed;
+      }
+      fmt::print(stderr, "warning: {}: skipped {} malformed line(s) (line {}{})\n", file, bad, where,
+                 bad > listed ? ", ..." : "");
+    }
+    if (cut)
+      fmt::print(stderr,
+                 "note: {}: the last line (line {}) is cut short, skipped (the log was still being "
+                 "written, or its writer stopped mid-line)\n",
+                 file, cutLine - firstLine);
+  }
+  return true;
+}
+
+int runSummarize(const SummarizeOptions& o) {
+  LogSummary summary;
+  if (!readLogs(o.files, "summarize", &summary)) return 1;
+  if (o.json) fmt::print("{}\n", summaryJson(summary).dump(2));
+  else fmt::print("{}", summaryText(summary));
+  return 0;
+}
+
+int runExplain(const ExplainOptions& o) {
+  ExplainFilter f;
+  if (!o.comm.empty()) {
+    uint64_t id = 0;
+    if (!parseCommId(o.comm, &id)) {
+      fmt::print(stderr,
+                 "wirewise log explain: --comm {}: expected a communicator id in hex, as the log "
+                 "prints it (0x00c0ffee12345678)\n",
+                 o.comm);
       return 1;
     }
-    const uint64_t before = summary.malformed;
-    const size_t listedBefore = summary.malformedLines.size();
-    const uint64_t firstLine = summary.lines;
-    addLog(in, &summary);
-    if (summary.malformed > before) {
-      std::string where;
-      for (size_t i = listedBefore; i < summary.malformedLines.size(); ++i)
-        where += (where.empty() ? "" : ", ") + std::to_string(summary.malformedLines[i] - firstLine);
-      fmt::print(stderr, "warning: {}: skipped {} malformed line(s) (line {}{})\n", file, summary.malformed - before,
-                 where, summary.malformed - before > summary.malformedLines.size() - listedBefore ? ", ..." : "");
-    }
+    f.comm = id;
   }
-  if (o.json)
-    fmt::print("{}\n", summaryJson(summary).dump(2));
-  else
-    fmt::print("{}", summaryText(summary));
+  if (!o.coll.empty()) {
+    int c = parseColl(o.coll);
+    if (c < 0 || c >= kNumCollTypes) {
+      fmt::print(stderr,
+                 "wirewise log explain: --coll {}: expected broadcast, reduce, allgather, reducescatter "
+                 "or allreduce\n",
+                 o.coll);
+      return 1;
+    }
+    f.coll = std::string(collName(static_cast<CollType>(c)));
+  }
+  if (!o.bytes.empty()) {
+    uint64_t n = 0;
+    if (!parseSize(o.bytes, &n)) {
+      fmt::print(stderr, "wirewise log explain: --bytes {}: expected a size in bytes (25165824, 24MiB, 64K)\n",
+                 o.bytes);
+      return 1;
+    }
+    f.bytes = n;
+  }
+  LogSummary summary;
+  if (!readLogs(o.files, "explain", &summary)) return 1;
+  std::vector<Explanation> e = explainLog(summary, f);
+  if (f.comm && e.empty()) {
+    std::string known;
+    for (const auto& c : summary.comms) known += (known.empty() ? "" : ", ") + c.id;
+    fmt::print(stderr, "wirewise log explain: no communicator {} in the log (it has: {})\n", o.comm,
+               known.empty() ? "none" : known);
+    return 1;
+  }
+  if (o.json) fmt::print("{}\n", explainJson(e).dump(2));
+  else if (e.empty()) fmt::print("The log names no communicator: nothing to explain.\n");
+  else fmt::print("{}", explainText(e));
   return 0;
 }
 
@@ -50,14 +127,31 @@ void addLogCommand(CLI::App& app) {
   auto* log = app.add_subcommand("log", "Read adaptation logs (JSON lines written by the plugin)");
   log->require_subcommand(1);
   auto opts = std::make_shared<SummarizeOptions>();
-  auto* sum = log->add_subcommand("summarize", "Per communicator: init, tables over time, observed bandwidth, "
-                                               "drops and finalize counters");
+  auto* sum = log->add_subcommand("summarize",
+                                  "Per communicator: init, tables over time, the coordinator's "
+                                  "committed tables and crossovers, exploration, adapt events, "
+                                  "observed bandwidth, drops and finalize counters");
   sum->add_option("FILE", opts->files, "adaptation log(s); several files (one per process) are merged by comm")
       ->required()
       ->check(CLI::ExistingFile);
   sum->add_flag("--json", opts->json, "print the summary as JSON instead of text");
   sum->callback([opts] {
     if (int rc = runSummarize(*opts); rc != 0) throw CLI::RuntimeError(rc);
+  });
+
+  auto ex = std::make_shared<ExplainOptions>();
+  auto* exp = log->add_subcommand("explain",
+                                  "One paragraph per range of the table in force at the end of the log: "
+                                  "what runs there, since when, instead of what, and why");
+  exp->add_option("FILE", ex->files, "adaptation log(s); several files (one per process) are merged by comm")
+      ->required()
+      ->check(CLI::ExistingFile);
+  exp->add_option("--comm", ex->comm, "only this communicator (hex id as the log prints it)");
+  exp->add_option("--coll", ex->coll, "only this collective (allreduce, allgather, ...)");
+  exp->add_option("--bytes", ex->bytes, "only the range that contains this message size (25165824, 24MiB)");
+  exp->add_flag("--json", ex->json, "print the paragraphs and their fields as JSON");
+  exp->callback([ex] {
+    if (int rc = runExplain(*ex); rc != 0) throw CLI::RuntimeError(rc);
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "adaptive/types.h"
 #include "tools/cli_util.h"
+#include "tools/log_history.h"
 
 namespace wirewise::tools {
 namespace {
@@ -23,12 +24,50 @@ int64_t i64(const json& j, const char* key, int64_t fallback = 0) {
 uint64_t u64(const json& j, const char* key) { return j.contains(key) ? j.at(key).get<uint64_t>() : 0; }
 double num(const json& j, const char* key) { return j.contains(key) ? j.at(key).get<double>() : 0.0; }
 bool boolean(const json& j, const char* key) { return j.contains(key) && j.at(key).get<bool>(); }
+// Absent or null: none. Any other non-number throws, as above.
+std::optional<double> optNum(const json& j, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  return j.at(key).get<double>();
+}
+std::optional<uint64_t> optU64(const json& j, const char* key) {
+  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
+  return j.at(key).get<uint64_t>();
+}
 
-int collOrder(const std::string& name) {
-  int c = parseColl(name);
-  // allreduce first, as NCCL users read it; unknown names last.
-  static constexpr int kOrder[kNumCollTypes] = {3, 4, 1, 2, 0};
-  return c >= 0 && c < kNumCollTypes ? kOrder[c] : kNumCollTypes;
+std::vector<LogRange> rangesOf(const json& e, const char* key) {
+  std::vector<LogRange> out;
+  if (e.contains(key))
+    for (const json& r : e.at(key))
+      out.push_back({str(r, "coll"), str(r, "algo"), str(r, "proto"), u64(r, "min_bytes"), u64(r, "max_bytes"),
+                     i64(r, "channels")});
+  return out;
+}
+
+CoordTable coordTableOf(const json& e) {
+  return {u64(e, "index"),    u64(e, "boundary"),    optU64(e, "next"), boolean(e, "probe"),
+          rangesOf(e, "probes"), rangesOf(e, "ranges"), str(e, "reason"),  str(e, "digest"),
+          str(e, "ts")};
+}
+
+AdaptEvent adaptOf(const json& e, uint64_t line) {
+  AdaptEvent a;
+  a.index = u64(e, "index"), a.boundary = u64(e, "boundary"), a.order = line;
+  a.kind = str(e, "kind"), a.coll = str(e, "coll"), a.from = str(e, "from"), a.to = str(e, "to");
+  a.fromNccl = str(e, "from_nccl"), a.reason = str(e, "reason"), a.ts = str(e, "ts");
+  a.minBytes = u64(e, "min_bytes"), a.maxBytes = u64(e, "max_bytes");
+  a.beforeUs = optNum(e, "before_us"), a.afterUs = optNum(e, "after_us");
+  a.beforeBusBw = optNum(e, "before_busbw_gbs"), a.afterBusBw = optNum(e, "after_busbw_gbs");
+  if (e.contains("detector") && e.at("detector").is_object()) {
+    const json& d = e.at("detector");
+    a.hasDetector = true;
+    a.statistic = num(d, "statistic"), a.threshold = num(d, "threshold"), a.shift = str(d, "shift");
+  }
+  if (e.contains("candidates"))
+    for (const json& c : e.at("candidates")) a.candidates.emplace_back(str(c, "decision"), num(c, "us"));
+  // Links are strings today; anything richer a later writer puts there is shown as its JSON text.
+  if (e.contains("links"))
+    for (const json& l : e.at("links")) a.links.push_back(l.is_string() ? l.get<std::string>() : l.dump());
+  return a;
 }
 
 CommSummary& commOf(LogSummary* s, const std::string& id) {
@@ -77,6 +116,14 @@ bool addEvent(const json& e, LogSummary* s) {
   } else if (ev == "comm_init") {
     LogInit in{str(e, "face"), str(e, "abi"), i64(e, "nranks"), i64(e, "nnodes"), i64(e, "rank", -1), pid};
     commOf(s, str(e, "comm")).inits.push_back(std::move(in));
+  } else if (ev == "table" && str(e, "source") == "coordinator" && e.contains("index")) {
+    CoordTable t = coordTableOf(e);
+    commOf(s, str(e, "comm")).coordTables.emplace(t.index, std::move(t));
+  } else if (ev == "adapt") {
+    AdaptEvent a = adaptOf(e, s->lines);
+    CommSummary& c = commOf(s, str(e, "comm"));
+    if (c.adaptKeys.insert({a.index, a.kind, a.coll, a.minBytes, a.maxBytes}).second)
+      c.adapts.push_back(std::move(a));
   } else if (ev == "table") {
     LogTable t{u64(e, "seq"), pid, str(e, "reason"), str(e, "source"), str(e, "digest"), str(e, "ts"), {}};
     if (e.contains("ranges"))
@@ -119,7 +166,120 @@ bool addEvent(const json& e, LogSummary* s) {
   return true;
 }
 
+json rangesJson(const std::vector<LogRange>& ranges) {
+  json out = json::array();
+  for (const auto& r : ranges)
+    out.push_back({{"coll", r.coll}, {"min_bytes", r.minBytes}, {"max_bytes", r.maxBytes}, {"algo", r.algo},
+                   {"proto", r.proto}, {"channels", r.channels}});
+  return out;
+}
+
+json optJson(const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+const char* changeName(Crossover::Change c) {
+  switch (c) {
+    case Crossover::Change::Moved:
+      return "moved";
+    case Crossover::Change::Appeared:
+      return "appeared";
+    case Crossover::Change::Gone:
+      return "gone";
+  }
+  return "?";
+}
+
+// The coordinator's side of one communicator: committed tables as they changed, exploration, adapt events.
+json coordinatorJson(const CommSummary& c) {
+  json committed = json::array();
+  for (const auto& ch : committedHistory(c)) {
+    const CommittedTable& t = ch.table;
+    json x = json::array(), chans = json::array(), text = json::array();
+    for (const auto& k : ch.crossovers) {
+      x.push_back({{"coll", k.coll},
+                   {"below", k.below},
+                   {"above", k.above},
+                   {"change", changeName(k.change)},
+                   {"old_bytes", k.change == Crossover::Change::Appeared ? json(nullptr) : json(k.oldAt)},
+                   {"new_bytes", k.change == Crossover::Change::Gone ? json(nullptr) : json(k.newAt)}});
+      text.push_back(crossoverText(k, t));
+    }
+    for (const auto& k : ch.channels) {
+      chans.push_back({{"coll", k.coll}, {"algo", k.algo}, {"proto", k.proto}, {"from", k.from}, {"to", k.to},
+                       {"min_bytes", k.minBytes}, {"max_bytes", k.maxBytes}});
+      text.push_back(channelText(k));
+    }
+    committed.push_back({{"index", t.index}, {"boundary", t.boundary}, {"next", optJson(t.next)},
+                         {"reason", t.reason}, {"digest", t.digest}, {"from_probe", t.probe},
+                         {"changed_colls", ch.colls}, {"ranges", rangesJson(t.ranges)}, {"crossovers", x},
+                         {"channel_changes", chans}, {"changes", text}});
+  }
+  Exploration e = explorationOf(c);
+  json probed = json::array();
+  for (const auto& r : e.ranges)
+    probed.push_back({{"coll", r.coll}, {"min_bytes", r.minBytes}, {"max_bytes", r.maxBytes}, {"count", r.count},
+                      {"decisions", r.decisions}});
+  json adapt = json::object();
+  for (const auto& [kind, n] : adaptCounts(c)) adapt[kind] = n;
+  return {{"tables", c.coordTables.size()},
+          {"committed", committed},
+          {"probe_verdicts", e.verdicts},
+          {"probes", e.probes},
+          {"first_probe_index", optJson(e.firstIndex)},
+          {"last_probe_index", optJson(e.lastIndex)},
+          {"probed", probed},
+          {"adapt_events", c.adapts.size()},
+          {"adapt", adapt}};
+}
+
+std::string coordinatorText(const CommSummary& c) {
+  if (c.coordTables.empty() && c.adapts.empty()) return "";
+  std::string out;
+  const auto history = committedHistory(c);
+  if (!history.empty())
+    out += "  the coordinator's committed tables as they changed (probes left out: see explore):\n";
+  for (const auto& ch : history) {
+    const CommittedTable& t = ch.table;
+    out += fmt::format("  verdict index {}, collective {}: {}{}, digest {}\n", t.index, t.boundary, t.reason,
+                       t.probe ? " (probed sizes at their committed choice)" : "", t.digest);
+    for (const auto& coll : ch.colls) {
+      bool any = false;
+      for (const auto& r : t.ranges)
+        if (r.coll == coll) {
+          out += fmt::format("            {:<14} {:<20} {}\n", r.coll, sizeSpan(r.minBytes, r.maxBytes),
+                             decisionText(r.algo, r.proto, r.channels));
+          any = true;
+        }
+      if (!any) out += fmt::format("            {:<14} NCCL's own choice at every size\n", coll);
+    }
+    for (const auto& k : ch.crossovers) out += fmt::format("          > {}\n", crossoverText(k, t));
+    for (const auto& k : ch.channels) out += fmt::format("          > {}\n", channelText(k));
+  }
+  Exploration e = explorationOf(c);
+  if (e.verdicts == 0) {
+    out += "  explore no probe verdicts\n";
+  } else {
+    out += fmt::format("  explore {} probe verdict{} (index {} to {}), {} probe{}\n", e.verdicts,
+                       e.verdicts == 1 ? "" : "s", *e.firstIndex, *e.lastIndex, e.probes, e.probes == 1 ? "" : "s");
+    for (const auto& r : e.ranges) {
+      std::string ds;
+      for (const auto& d : r.decisions) ds += (ds.empty() ? "" : ", ") + d;
+      out += fmt::format("            {:<14} {:<20} {} probe{}: {}\n", r.coll, sizeSpan(r.minBytes, r.maxBytes),
+                         r.count, r.count == 1 ? "" : "s", ds);
+    }
+  }
+  std::string kinds;
+  for (const auto& [kind, n] : adaptCounts(c)) kinds += fmt::format("{}{} {}", kinds.empty() ? ": " : ", ", n, kind);
+  out += fmt::format("  adapt   {} event{}{}\n", c.adapts.size(), c.adapts.size() == 1 ? "" : "s", kinds);
+  return out;
+}
+
 }  // namespace
+
+int collOrder(const std::string& name) {
+  int c = parseColl(name);
+  static constexpr int kOrder[kNumCollTypes] = {3, 4, 1, 2, 0};
+  return c >= 0 && c < kNumCollTypes ? kOrder[c] : kNumCollTypes;
+}
 
 std::vector<ObservedRow> CommSummary::observed() const {
   std::vector<ObservedRow> out;
@@ -131,6 +291,8 @@ void addLog(std::istream& in, LogSummary* s) {
   std::string line;
   while (std::getline(in, line)) {
     ++s->lines;
+    // getline sets eof only when the line ended without a newline: the last line, cut short or just unfinished.
+    const bool unterminated = in.eof();
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json e = json::parse(line, nullptr, /*allow_exceptions=*/false);
     bool ok = e.is_object() && e.contains("event") && e.at("event").is_string();
@@ -147,6 +309,7 @@ void addLog(std::istream& in, LogSummary* s) {
     if (!ok) {
       ++s->malformed;
       if (s->malformedLines.size() < kMaxMalformedListed) s->malformedLines.push_back(s->lines);
+      if (unterminated) s->cutLines.push_back(s->lines);
     }
   }
 }
@@ -178,6 +341,7 @@ nlohmann::json summaryJson(const LogSummary& s) {
       jc["tables"].push_back({{"seq", t.seq}, {"pid", t.pid}, {"reason", t.reason}, {"source", t.source},
                               {"digest", t.digest}, {"ranges", ranges}});
     }
+    jc["coordinator"] = coordinatorJson(c);
     jc["observed"] = json::array();
     for (const auto& o : c.observed())
       jc["observed"].push_back({{"coll", o.coll}, {"bucket", o.bucket}, {"min_bytes", o.minBytes},
@@ -217,6 +381,7 @@ std::string summaryText(const LogSummary& s) {
         out += fmt::format("            {} {} {}\n", r.coll, humanRange(r.minBytes, r.maxBytes),
                            decisionText(r.algo, r.proto, r.channels));
     }
+    out += coordinatorText(c);
     auto rows = c.observed();
     if (!rows.empty()) {
       out += fmt::format("  observed over {} summaries (p50: count-weighted mean of interval medians; p99: max):\n",

@@ -1,5 +1,6 @@
 // Reading an adaptation log (JSON lines, docs/adaptation-log.md) into per-communicator summaries: what
-// initialised, the tables in force over time, what was observed, drops and the finalize counters.
+// initialised, the tables in force over time, what was observed, drops and the finalize counters, and the
+// coordinator's adaptive decisions ("table" events with source "coordinator", "adapt" events).
 // Tolerant by design: a line that is not a JSON object with a string "event", or whose fields have the
 // wrong types, is counted as malformed and skipped; unknown event types are counted and ignored.
 #pragma once
@@ -7,6 +8,8 @@
 #include <cstdint>
 #include <istream>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -31,6 +34,30 @@ struct LogTable {
   int64_t pid = 0;
   std::string reason, source, digest, ts;
   std::vector<LogRange> ranges;
+};
+
+// A "table" event with source "coordinator" and an "index": the whole table of one verdict, written once per
+// communicator by the process that hosts the coordinator.
+struct CoordTable {
+  uint64_t index = 0, boundary = 0;
+  std::optional<uint64_t> next;  // none: no further boundary
+  bool probe = false;            // the verdict explores: `probes` run a candidate instead of the committed choice
+  std::vector<LogRange> probes, ranges;
+  std::string reason, digest, ts;
+};
+
+// One "adapt" event: a decision about one bucket range, with its evidence.
+struct AdaptEvent {
+  uint64_t index = 0, boundary = 0;
+  uint64_t order = 0;  // position in the input (line number over all files): ties on `index` keep log order
+  std::string kind, coll, from, to, fromNccl, reason, ts;
+  uint64_t minBytes = 0, maxBytes = 0;
+  std::optional<double> beforeUs, afterUs, beforeBusBw, afterBusBw;
+  bool hasDetector = false;
+  double statistic = 0, threshold = 0;
+  std::string shift;
+  std::vector<std::pair<std::string, double>> candidates;  // (decision, us), best first
+  std::vector<std::string> links;
 };
 
 // Summary rows of one (coll, bucket, algo, proto, channels) added up over intervals and ranks.
@@ -58,7 +85,12 @@ struct LogFinalize {
 struct CommSummary {
   std::string id;
   std::vector<LogInit> inits;
-  std::vector<LogTable> tables;
+  std::vector<LogTable> tables;  // per-rank "table" events
+  // By verdict index. A repeated index (the same log given twice) keeps the first.
+  std::map<uint64_t, CoordTable> coordTables;
+  std::vector<AdaptEvent> adapts;  // in input order; exact repeats left out
+  // (index, kind, coll, min_bytes, max_bytes) of every event in `adapts`: what makes a repeat.
+  std::set<std::tuple<uint64_t, std::string, std::string, uint64_t, uint64_t>> adaptKeys;
   uint64_t summaries = 0;
   LogDrops drops;
   std::vector<LogFinalize> finalizes;
@@ -83,13 +115,18 @@ struct LogProblem {
 struct LogSummary {
   uint64_t lines = 0, events = 0, malformed = 0, unknown = 0;
   std::vector<uint64_t> malformedLines;  // 1-based line numbers, the first few
+  std::vector<uint64_t> cutLines;        // malformed last lines without a newline (a log cut short), every one
   std::vector<LogProcess> processes;
   std::vector<LogProblem> problems;
   std::vector<CommSummary> comms;  // in order of first appearance
 };
 
-// Adds every line of `in` to *s. Blank lines are skipped silently. Never throws on bad input.
+// Adds every line of `in` to *s. Blank lines are skipped silently. Never throws on bad input. A malformed
+// last line without a newline is also listed in cutLines: the writer was still busy, or died mid-line.
 void addLog(std::istream& in, LogSummary* s);
+
+// Position of a collective name in listings: allreduce first, as NCCL users read it; unknown names last.
+int collOrder(const std::string& name);
 
 nlohmann::json summaryJson(const LogSummary& s);
 std::string summaryText(const LogSummary& s);

@@ -22,6 +22,7 @@ struct SimulateArgs {
   std::string file, report, plot, plugin, profiler, log;
   std::optional<uint64_t> seed;
   std::optional<int> steps;
+  std::optional<std::string> sync, policy;
   bool quiet = false;
 };
 
@@ -61,6 +62,8 @@ int runSimulate(const SimulateArgs& a) {
   }
   opt.profilerPath = a.profiler;
   opt.logPath = a.log;
+  opt.sync = a.sync;
+  opt.policy = a.policy;
   opt.seed = a.seed;
   opt.steps = a.steps;
   const auto start = std::chrono::steady_clock::now();
@@ -102,7 +105,13 @@ void addSimulateCommand(CLI::App& app) {
   cmd->add_option("--plugin", args->plugin, "Tuner library (as NCCL_TUNER_PLUGIN; default: the one next to wirewise)");
   cmd->add_option("--profiler", args->profiler,
                   "Profiler library (default: libnccl-profiler-wirewise.so next to --plugin)");
-  cmd->add_option("--log", args->log, "WIREWISE_LOG for the plugin during the run (default: none)");
+  cmd->add_option("--log", args->log,
+                  "WIREWISE_LOG for the plugin during the run (default: a temporary file, removed afterwards)");
+  cmd->add_option("--sync", args->sync,
+                  "WIREWISE_SYNC for the run (default: the environment's, else deterministic)")
+      ->check(CLI::IsMember({"off", "on", "deterministic"}));
+  cmd->add_option("--policy", args->policy,
+                  "WIREWISE_POLICY for the run, e.g. static (default: the environment's, else adaptive)");
   cmd->add_flag("--quiet,-q", args->quiet, "No table and no progress");
   cmd->callback([args] {
     int rc = 0;

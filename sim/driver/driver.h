@@ -30,7 +30,12 @@ const char* simModeName(SimMode m);  // "nccl-default", ...
 struct SimOptions {
   std::string pluginPath;    // the tuner library (NCCL_TUNER_PLUGIN); required
   std::string profilerPath;  // "" = libnccl-profiler-wirewise.so next to pluginPath, else pluginPath
-  std::string logPath;       // WIREWISE_LOG for the run; "" = "none"
+  // WIREWISE_LOG for the run (%h and %p expand as in the plugin). "", "none" or "off": a temporary file,
+  // removed after the run (the driver reads the log back for the exploration accounting).
+  std::string logPath;
+  // WIREWISE_SYNC and WIREWISE_POLICY for the run. Unset: the environment's value if it has one, else
+  // "deterministic" and "adaptive" (plugin_env.h).
+  std::optional<std::string> sync, policy;
   std::optional<uint64_t> seed;  // overrides the scenario's
   std::optional<int> steps;      // overrides workload.steps (faults keep their steps)
   // Called now and then with (steps done, steps total); may be empty.
@@ -64,9 +69,12 @@ struct SimResult {
   std::vector<Fault> faultSpecs;      // as in the scenario, for plots
   uint64_t collectivesChecked = 0;    // collective instances whose ranks were compared
   uint64_t divergences = 0;           // of those, how many had ranks choosing differently
-  uint64_t boundaryWaits = 0;         // no coordinator yet: always 0
+  uint64_t boundaryWaits = 0;         // waits cost no simulated time: always 0
   double boundaryWaitUs = 0;
-  double explorationUs = 0;           // no exploration in the plugin yet: always 0
+  // Wirewise collectives run under a probe verdict (exploration.h): their summed span, and how many.
+  double explorationUs = 0;
+  uint64_t explorationCollectives = 0;
+  std::map<std::string, uint64_t> adaptations;  // the coordinator's "adapt" events by kind
   std::vector<int> tableChangeSteps;  // steps at which wirewise's decisions differ from the step before
   // Provenance.
   double runTimeS = 0;
@@ -74,7 +82,13 @@ struct SimResult {
   bool tunerLoaded = false, profilerLoaded = false, sameInstance = false;
   int tunerVersion = 0, profilerVersion = 0, eventMask = 0;
   uint64_t profilerEvents = 0;
-  std::string pluginNote;  // why the tuner or profiler did not load, if so
+  // WIREWISE_SYNC / WIREWISE_POLICY: what the plugin reported in force (its plugin_start line; unset when it
+  // wrote none), and what the driver asked for and why ("option", "environment", "driver default").
+  std::optional<std::string> syncInForce, policyInForce;
+  std::string syncRequested, policyRequested, syncFrom, policyFrom;
+  std::string logPath;            // the user's --log; "" when the log was temporary
+  uint64_t logLinesDropped = 0;   // the plugin's log_dropped counts: the accounting may miss events
+  std::string pluginNote;  // why the tuner or profiler did not load, if so; settings not taken; log losses
 };
 
 // Runs the scenario. Throws std::runtime_error for an unusable scenario (e.g. a comm that does not exist).
@@ -86,6 +100,8 @@ nlohmann::json reportJson(const SimResult& r);
 // speedup_vs_default and captured_gain as the contract defines them.
 double speedupVsDefault(const SimResult& r);
 double capturedGain(const SimResult& r);
+// exploration_time_us / wirewise comm time (0 when wirewise took no time).
+double explorationShare(const SimResult& r);
 // The human table for stdout.
 std::string reportTable(const SimResult& r);
 // A self-contained SVG: per-step comm time of each mode, fault windows, wirewise's table changes.

@@ -5,12 +5,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include "sim/driver/driver.h"
+#include "sim/driver/exploration.h"
 #include "sim/driver/noise.h"
 #include "sim/driver/plan.h"
+#include "sim/driver/plugin_env.h"
 #include "sim/driver/plugin_host.h"
 
 namespace wirewise::sim {
@@ -120,8 +125,9 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
   const int nRanks = sc.cluster.nRanks();
   const size_t nSlots = plan.slots.size();
 
-  // The plugin reads WIREWISE_LOG once, when its runtime starts (at the first init below).
-  ::setenv("WIREWISE_LOG", opt.logPath.empty() ? "none" : opt.logPath.c_str(), 1);
+  // The plugin reads its settings once, when its runtime starts (at the first init below). env outlives host:
+  // the previous environment comes back only after the libraries are unloaded.
+  PluginEnv env(opt.logPath, opt.sync, opt.policy);
   PluginHost host(opt.pluginPath, opt.profilerPath, &simLogger);
   std::vector<int> hostComm;
   for (const Instance& in : plan.instances)
@@ -164,6 +170,14 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
   std::vector<double> lastWwTime(nSlots, 0);
   std::vector<Pick> picks;
   std::vector<double> arrivals;
+  // Every wirewise collective with the tuner's per-instance sequence number, for the exploration accounting.
+  std::vector<uint64_t> instSeq(plan.instances.size(), 0);
+  std::vector<CollRecord> records;
+  {
+    uint64_t perStep = 0;
+    for (const Slot& s : plan.slots) perStep += static_cast<uint64_t>(s.repeat);
+    records.reserve(perStep * static_cast<uint64_t>(steps));
+  }
   uint64_t failed = 0;
   float tbl[kNumAlgos][kNumProtos];
   constexpr uint64_t kBaseNs = 1000000000ull;  // the virtual GPU clock starts at 1 s: 0 means "no timestamp"
@@ -222,6 +236,7 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
           clocks[2].run(ranks, nd, tOra[st][si], nullptr);
           arrivals.resize(nm);
           const double end = clocks[3].run(ranks, nd, lastWwTime[si], arrivals.data());
+          records.push_back({in.commId, instSeq[s.instance]++, s.coll, s.bytes, lastWwTime[si] * nd.multiplier});
 
           // The profiler sees each rank's kernel from its own arrival to the common end.
           CollEmit ev;
@@ -264,6 +279,29 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
   const std::string tunerWhy = host.tunerWhy(), profilerWhy = host.profilerWhy();
   host.finalizeAll();
 
+  // Finalize flushed the log (plugin_stop is its last line). Only this run's lines count: a --log file may
+  // hold earlier runs or other processes.
+  PluginLog log;
+  {
+    std::ifstream in(env.logPath(), std::ios::binary);
+    if (in) {
+      in.seekg(static_cast<std::streamoff>(env.logStart()));
+      log = readPluginLog(in, static_cast<long>(::getpid()));
+    }
+  }
+  const Exploration expl = explorationOf(log, records);
+  res.explorationUs = expl.us;
+  res.explorationCollectives = expl.collectives;
+  res.adaptations = adaptCounts(log);
+  res.syncInForce = log.sync;
+  res.policyInForce = log.policy;
+  res.syncRequested = env.sync().value;
+  res.syncFrom = env.sync().from;
+  res.policyRequested = env.policy().value;
+  res.policyFrom = env.policy().from;
+  res.logPath = env.temporaryLog() ? "" : env.logPath();
+  res.logLinesDropped = log.linesDropped;
+
   // Choices per mode, keyed by "comm coll bytes".
   for (size_t si = 0; si < nSlots; ++si) {
     const Slot& s = plan.slots[si];
@@ -302,6 +340,15 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
     res.pluginNote += "tuner and profiler resolved to different library instances; ";
   if (failed > 0)
     res.pluginNote += std::to_string(failed) + " collectives left NCCL no algorithm (charged NCCL's choice); ";
+  if (res.tunerLoaded && res.syncInForce && *res.syncInForce != res.syncRequested)
+    res.pluginNote += "WIREWISE_SYNC=" + res.syncRequested + " not taken (in force: " + *res.syncInForce + "); ";
+  if (res.tunerLoaded && res.policyInForce && *res.policyInForce != res.policyRequested)
+    res.pluginNote += "WIREWISE_POLICY=" + res.policyRequested + " not taken (in force: " + *res.policyInForce + "); ";
+  if (log.linesDropped > 0)
+    res.pluginNote += "the adaptation log dropped " + std::to_string(log.linesDropped) +
+                      " lines (exploration and adaptations may be undercounted); ";
+  if (log.badLines > 0)
+    res.pluginNote += std::to_string(log.badLines) + " adaptation-log lines could not be read; ";
   res.runTimeS = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return res;
 }

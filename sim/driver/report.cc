@@ -22,6 +22,9 @@ namespace {
 double modeTime(const SimResult& r, SimMode m) { return r.modes[static_cast<int>(m)].commTimeUs; }
 
 nlohmann::json optInt(const std::optional<int>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+nlohmann::json optStr(const std::optional<std::string>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
 
 }  // namespace
 
@@ -37,6 +40,11 @@ double capturedGain(const SimResult& r) {
   // Nothing to capture: the contract's 1.0 rule.
   if (std::fabs(d - o) <= 0.001 * d) return 1.0;
   return (d - w) / (d - o);
+}
+
+double explorationShare(const SimResult& r) {
+  const double w = modeTime(r, SimMode::Wirewise);
+  return w > 0 ? r.explorationUs / w : 0.0;
 }
 
 nlohmann::json reportJson(const SimResult& r) {
@@ -72,6 +80,9 @@ nlohmann::json reportJson(const SimResult& r) {
   j["boundary_waits"] = {{"count", r.boundaryWaits}, {"total_us", r.boundaryWaitUs}};
   j["exploration_time_us"] = r.explorationUs;
   // Extras (docs/simulator.md).
+  j["exploration_share"] = explorationShare(r);
+  j["exploration_collectives"] = r.explorationCollectives;
+  j["adaptations"] = r.adaptations;
   j["seed"] = r.seed;
   j["steps"] = r.steps;
   j["compute_us_per_step"] = r.computeUs;
@@ -85,6 +96,12 @@ nlohmann::json reportJson(const SimResult& r) {
                  {"profiler_version", r.profilerVersion},
                  {"event_mask", r.eventMask},
                  {"profiler_events", r.profilerEvents},
+                 {"sync", optStr(r.syncInForce)},
+                 {"policy", optStr(r.policyInForce)},
+                 {"requested", {{"WIREWISE_SYNC", {{"value", r.syncRequested}, {"from", r.syncFrom}}},
+                                {"WIREWISE_POLICY", {{"value", r.policyRequested}, {"from", r.policyFrom}}}}},
+                 {"log", r.logPath.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.logPath)},
+                 {"log_lines_dropped", r.logLinesDropped},
                  {"note", r.pluginNote}};
   j["choices"] = choices;
   j["table_change_steps"] = r.tableChangeSteps;
@@ -121,7 +138,16 @@ std::string reportTable(const SimResult& r) {
   std::snprintf(buf, sizeof buf, "  consistency: %llu collectives checked, %llu divergences\n",
                 static_cast<unsigned long long>(r.collectivesChecked), static_cast<unsigned long long>(r.divergences));
   out += buf;
-  if (!r.pluginNote.empty()) out += "  plugin: " + r.pluginNote + "\n";
+  std::snprintf(buf, sizeof buf, "  exploration: %.2f%% of wirewise comm time (%.3f s, %llu collectives)\n",
+                explorationShare(r) * 100.0, r.explorationUs * 1e-6,
+                static_cast<unsigned long long>(r.explorationCollectives));
+  out += buf;
+  std::string adapt;
+  for (const auto& [kind, n] : r.adaptations)
+    if (n > 0) adapt += (adapt.empty() ? "" : ", ") + std::to_string(n) + " " + kind;
+  const std::string sync = r.syncInForce ? *r.syncInForce : "?", policy = r.policyInForce ? *r.policyInForce : "?";
+  out += "  plugin: sync " + sync + ", policy " + policy + "; adaptations: " + (adapt.empty() ? "none" : adapt) + "\n";
+  if (!r.pluginNote.empty()) out += "  plugin note: " + r.pluginNote + "\n";
   return out;
 }
 

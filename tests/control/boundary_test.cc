@@ -23,7 +23,7 @@ class CountingPolicy : public Policy {
 };
 
 Report rep(uint64_t member, const Verdict& v, uint64_t elapsedUs = 1000) {
-  return {0x1, member, v.index, v.boundary, elapsedUs};
+  return {0x1, member, v.index, v.boundary, elapsedUs, {}, {}};
 }
 
 TEST(Boundary, Verdict0OnlyWhenAllJoin) {
@@ -201,7 +201,7 @@ TEST(Policy, RandomTablesAreReproducibleAndChange) {
   int differ = 0;
   PolicyOutput prev;
   for (uint64_t k = 0; k < 50; ++k) {
-    PolicyOutput x = a->decide({1, 8, 1, k, &none}), y = b->decide({1, 8, 1, k, &none});
+    PolicyOutput x = a->decide({1, 8, 1, k, 0, 0, &none}), y = b->decide({1, 8, 1, k, 0, 0, &none});
     ASSERT_EQ(x.rules, y.rules);
     if (x.rules != prev.rules) ++differ;
     prev = x;
@@ -214,7 +214,7 @@ TEST(Policy, KeepStaticDistributesTheStaticRules) {
     return std::vector<TableRule>{{kAny, 0, nRanks, {kAlgoTree, kProtoSimple, 0}}};
   });
   std::vector<Report> none;
-  auto out = p->decide({1, 16, 2, 3, &none});
+  auto out = p->decide({1, 16, 2, 3, 0, 0, &none});
   ASSERT_EQ(out.rules.size(), 1u);
   EXPECT_EQ(out.rules[0].maxBytes, 16u);
 }

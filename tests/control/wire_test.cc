@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 
@@ -40,9 +41,58 @@ TEST(Wire, MessagesRoundTrip) {
   EXPECT_EQ(j2.commId, 1u);
   EXPECT_EQ(j2.nNodes, 2u);
   EXPECT_EQ(j2.nextVerdict, 7u);
-  Report r{1, 2, 3, 4, 5}, r2;
+  Report r{1, 2, 3, 4, 5, {}, {}}, r2;
   ASSERT_TRUE(decode(encode(r), &r2));
   EXPECT_EQ(r2.elapsedUs, 5u);
+}
+
+Report evidenceReport() {
+  Report r{1, 2, 3, 4, 5, {}, {}};
+  r.samples.push_back({17, 26214400, 412345, 4, 0, 2, 11});
+  r.samples.push_back({18, 4096, 27000, 4, 0, 0, 16});
+  adapt::Sight s;
+  s.coll = 4;
+  s.bucket = 61;
+  s.bytes = 26214400;
+  for (int a = 0; a < kNumAlgos; ++a)
+    for (int p = 0; p < kNumProtos; ++p) s.cost[a][p] = a == 2 ? -1.0f : 100.0f + static_cast<float>(a * 3 + p);
+  r.sights.push_back(s);
+  return r;
+}
+
+TEST(Wire, ReportsCarryTheirEvidence) {
+  Report r = evidenceReport(), r2;
+  ASSERT_TRUE(decode(encode(r), &r2));
+  EXPECT_EQ(r2.samples, r.samples);
+  EXPECT_EQ(r2.sights, r.sights);
+  // Every truncation fails, and so does a trailing byte.
+  auto p = encode(r);
+  for (size_t n = 0; n < p.size(); ++n) EXPECT_FALSE(decode(std::span<const uint8_t>(p.data(), n), &r2)) << n;
+  p.push_back(0);
+  EXPECT_FALSE(decode(p, &r2));
+  // Out-of-range fields are refused: an algorithm index NCCL does not have, a bucket past the grid, a
+  // non-finite cost.
+  Report bad = evidenceReport();
+  bad.samples[0].algo = 7;
+  EXPECT_FALSE(decode(encode(bad), &r2));
+  bad = evidenceReport();
+  bad.sights[0].bucket = SizeBuckets::kCount;
+  EXPECT_FALSE(decode(encode(bad), &r2));
+  bad = evidenceReport();
+  bad.sights[0].cost[1][1] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(decode(encode(bad), &r2));
+}
+
+TEST(Wire, ReportsBeyondTheCapsAreCutAndStillFitAFrame) {
+  Report r = evidenceReport();
+  r.samples.assign(kMaxReportSamples + 100, r.samples[0]);
+  r.sights.assign(kMaxReportSights + 5, r.sights[0]);
+  auto p = encode(r);
+  Report r2;
+  ASSERT_TRUE(decode(p, &r2));
+  EXPECT_EQ(r2.samples.size(), kMaxReportSamples);
+  EXPECT_EQ(r2.sights.size(), kMaxReportSights);
+  EXPECT_LE(p.size() + kHeaderBytes + kMacBytes + 4, kMaxFrameBytes);
 }
 
 TEST(Wire, DecodersRejectEveryTruncationAndTrailingByte) {
@@ -71,7 +121,7 @@ TEST(Wire, AuthenticatedFramesPassInOrderAcrossArbitrarySplits) {
   Pair p;
   std::vector<uint8_t> stream;
   for (uint64_t c = 1; c <= 5; ++c) {
-    auto f = encodeFrame(MsgType::Report, c, encode(Report{c, 0, 0, 0, 0}), &p.keys.toServer);
+    auto f = encodeFrame(MsgType::Report, c, encode(Report{c, 0, 0, 0, 0, {}, {}}), &p.keys.toServer);
     stream.insert(stream.end(), f.begin(), f.end());
   }
   int got = 0;

@@ -8,14 +8,21 @@ out=$3
 mkdir -p "$out"
 "$bin" simulate --steps 15 --report "$out/default.json" --plot "$out/default.svg" > "$out/default.txt"
 grep -q simulated "$out/default.txt"
+grep -q "exploration: " "$out/default.txt"
 grep -q '"scenario": "2x8-h100-nic-degrade"' "$out/default.json"
 for k in '"simulated": true' '"collectives_per_rank"' '"speedup_vs_default"' '"captured_gain"' '"divergences": 0' \
-         '"boundary_waits"' '"exploration_time_us"' '"step_comm_time_us"'; do
+         '"boundary_waits"' '"exploration_time_us"' '"step_comm_time_us"' '"exploration_share"' '"adaptations"' \
+         '"sync": "deterministic"'; do
   grep -q "$k" "$out/default.json" || { echo "report lacks $k"; exit 1; }
 done
 grep -q '<svg' "$out/default.svg"
 "$bin" simulate "$scenario" --steps 5 --seed 9 --quiet --report "$out/file.json"
 grep -q '"seed": 9' "$out/file.json"
+# --policy/--sync override the driver's defaults (and the environment's values).
+WIREWISE_POLICY=random-test "$bin" simulate "$scenario" --steps 5 --quiet --policy static --sync off --report "$out/static.json"
+grep -q '"policy": "static"' "$out/static.json" || { echo "--policy static not in force"; exit 1; }
+grep -q '"sync": "off"' "$out/static.json" || { echo "--sync off not in force"; exit 1; }
+if "$bin" simulate "$scenario" --steps 5 --quiet --sync sometimes 2>/dev/null; then echo "a bad --sync must fail"; exit 1; fi
 if "$bin" simulate /nonexistent.json --quiet 2>"$out/err.txt"; then echo "a missing file must fail"; exit 1; fi
 grep -q nonexistent "$out/err.txt"
 echo ok

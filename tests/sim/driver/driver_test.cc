@@ -1,5 +1,11 @@
+#include <cstdlib>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <set>
 #include <sstream>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -11,6 +17,29 @@ namespace {
 
 using testing::loadExample;
 using testing::options;
+
+// Sets (or, with nullptr, unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* v = std::getenv(name)) old_ = v;
+    if (value != nullptr) ::setenv(name, value, 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_.c_str(), old_->c_str(), 1);
+    else ::unsetenv(name_.c_str());
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+}
 
 const char* const kExamples[] = {"1x8-h100-nvlink-flap.json", "2x8-h100-nic-degrade.json", "2x8-h200-healthy.json",
                                  "4x8-a100-contention.json"};
@@ -24,8 +53,10 @@ TEST_P(EveryExample, RunsWithTheRealPluginAndFillsTheContract) {
   const nlohmann::json j = reportJson(r);
 
   for (const char* k : {"scenario", "simulated", "ranks", "collectives_per_rank", "modes", "speedup_vs_default",
-                        "captured_gain", "faults", "consistency", "boundary_waits", "exploration_time_us"})
+                        "captured_gain", "faults", "consistency", "boundary_waits", "exploration_time_us",
+                        "exploration_share", "adaptations"})
     EXPECT_TRUE(j.contains(k)) << k;
+  for (const char* k : {"sync", "policy", "requested"}) EXPECT_TRUE(j["plugin"].contains(k)) << k;
   EXPECT_EQ(j["scenario"], sc.name);
   EXPECT_EQ(j["simulated"], true);
   EXPECT_EQ(j["ranks"], sc.cluster.nRanks());
@@ -211,7 +242,149 @@ TEST(Report, TableIsLabelledSimulated) {
   const Scenario sc = loadExample("2x8-h200-healthy.json");
   const std::string t = reportTable(runSimulation(sc, options(3)));
   EXPECT_NE(t.find("simulated"), std::string::npos);
+  EXPECT_NE(t.find("exploration"), std::string::npos);
   for (const char* m : {"nccl-default", "static-best", "oracle", "wirewise"}) EXPECT_NE(t.find(m), std::string::npos);
+}
+
+TEST(Driver, StaticPolicyLeavesNcclsChoices) {
+  ScopedEnv config("WIREWISE_CONFIG", nullptr);
+  const Scenario sc = loadExample("2x8-h100-nic-degrade.json");
+  SimOptions o = options(40);
+  o.policy = "static";
+  const SimResult r = runSimulation(sc, o);
+  EXPECT_EQ(r.policyFrom, "option");
+  ASSERT_TRUE(r.policyInForce);
+  EXPECT_EQ(*r.policyInForce, "static");
+  // No WIREWISE_CONFIG: the neutral table keeps NCCL's choice everywhere, under the same noise.
+  EXPECT_EQ(r.modes[3].stepCommUs, r.modes[0].stepCommUs);
+  EXPECT_TRUE(r.tableChangeSteps.empty());
+  EXPECT_EQ(r.explorationUs, 0.0);
+  EXPECT_EQ(r.explorationCollectives, 0u);
+  for (const auto& [kind, n] : r.adaptations) EXPECT_EQ(n, 0u) << kind;
+  EXPECT_EQ(r.divergences, 0u);
+}
+
+TEST(Driver, SyncAndPolicyComeFromTheOptionThenTheEnvironmentThenTheDefault) {
+  ScopedEnv sync("WIREWISE_SYNC", nullptr), policy("WIREWISE_POLICY", nullptr), log("WIREWISE_LOG", "keep-me"),
+      coord("WIREWISE_COORDINATOR", nullptr), key("WIREWISE_JOB_KEY", nullptr);
+  const Scenario sc = loadExample("2x8-h200-healthy.json");
+  SimResult r = runSimulation(sc, options(3));
+  EXPECT_EQ(r.syncRequested, "deterministic");
+  EXPECT_EQ(r.syncFrom, "driver default");
+  EXPECT_EQ(r.policyRequested, "adaptive");
+  EXPECT_EQ(r.policyFrom, "driver default");
+  ASSERT_TRUE(r.syncInForce && r.policyInForce) << "the plugin's plugin_start line was not read back";
+  EXPECT_EQ(*r.syncInForce, "deterministic");
+  const auto j = reportJson(r)["plugin"];
+  EXPECT_EQ(j["sync"], "deterministic");
+  EXPECT_EQ(j["requested"]["WIREWISE_POLICY"]["value"], "adaptive");
+  EXPECT_EQ(j["requested"]["WIREWISE_POLICY"]["from"], "driver default");
+  EXPECT_TRUE(j["log"].is_null());
+  // The run leaves the environment as it found it.
+  EXPECT_EQ(env("WIREWISE_SYNC"), std::nullopt);
+  EXPECT_EQ(env("WIREWISE_POLICY"), std::nullopt);
+  EXPECT_EQ(env("WIREWISE_LOG"), std::optional<std::string>("keep-me"));
+  EXPECT_EQ(env("WIREWISE_COORDINATOR"), std::nullopt);
+  EXPECT_EQ(env("WIREWISE_JOB_KEY"), std::nullopt);
+
+  ::setenv("WIREWISE_SYNC", "on", 1);
+  ::setenv("WIREWISE_POLICY", "static", 1);
+  r = runSimulation(sc, options(3));
+  EXPECT_EQ(r.syncFrom, "environment");
+  EXPECT_EQ(r.policyFrom, "environment");
+  ASSERT_TRUE(r.syncInForce && r.policyInForce);
+  EXPECT_EQ(*r.syncInForce, "on");
+  EXPECT_EQ(*r.policyInForce, "static");
+
+  SimOptions o = options(3);
+  o.sync = "deterministic";
+  o.policy = "random-test";
+  r = runSimulation(sc, o);
+  EXPECT_EQ(r.syncFrom, "option");
+  EXPECT_EQ(r.policyFrom, "option");
+  ASSERT_TRUE(r.syncInForce && r.policyInForce);
+  EXPECT_EQ(*r.syncInForce, "deterministic");
+  EXPECT_EQ(*r.policyInForce, "random-test");
+  EXPECT_EQ(env("WIREWISE_POLICY"), std::optional<std::string>("static"));
+  EXPECT_TRUE(r.pluginNote.empty()) << r.pluginNote;
+
+  // A value the plugin does not take is reported, with what it ran instead.
+  o.policy = "no-such-policy";
+  r = runSimulation(sc, o);
+  ASSERT_TRUE(r.policyInForce);
+  EXPECT_EQ(*r.policyInForce, "static");
+  EXPECT_NE(r.pluginNote.find("WIREWISE_POLICY=no-such-policy not taken (in force: static)"), std::string::npos)
+      << r.pluginNote;
+}
+
+TEST(Driver, ExplorationAgreesWithTheCoordinatorsProbes) {
+  const Scenario sc = loadExample("2x8-h100-nic-degrade.json");
+  SimOptions o = options(200);
+  o.logPath = ::testing::TempDir() + "ww_driver_explore.jsonl";
+  std::remove(o.logPath.c_str());
+  const SimResult r = runSimulation(sc, o);
+  EXPECT_EQ(reportJson(r)["plugin"]["log"], o.logPath);
+
+  // Each instance's collectives in order, rebuilt from the scenario: seq s is entry (s mod per-step count).
+  std::map<uint64_t, std::vector<std::pair<std::string, uint64_t>>> perStep;
+  for (const CommSpec& c : sc.comms) {
+    auto& seqs = perStep[commIdFor(c.name, c.instance)];
+    for (const StepColl& e : sc.workload.step)
+      if (e.comm == c.name)
+        for (int k = 0; k < e.repeat; ++k) seqs.emplace_back(std::string(collName(e.coll)), e.bytes);
+  }
+  std::set<std::pair<uint64_t, uint64_t>> probed;
+  std::ifstream in(o.logPath);
+  ASSERT_TRUE(in.good());
+  std::string line;
+  int probeVerdicts = 0;
+  while (std::getline(in, line)) {
+    const auto ev = nlohmann::json::parse(line);
+    if (ev["event"] != "table" || ev.value("source", "") != "coordinator" || !ev.contains("probes")) continue;
+    const uint64_t comm = std::stoull(ev["comm"].get<std::string>().substr(2), nullptr, 16);
+    ASSERT_EQ(perStep.count(comm), 1u) << "a probe for an unknown communicator: " << line;
+    const auto& seqs = perStep[comm];
+    const uint64_t total = seqs.size() * static_cast<uint64_t>(r.steps);
+    const uint64_t from = ev["boundary"].get<uint64_t>();
+    const uint64_t to = ev["next"].is_null() ? total : std::min(ev["next"].get<uint64_t>(), total);
+    probeVerdicts += ev["probes"].empty() ? 0 : 1;
+    for (uint64_t q = from; q < to; ++q) {
+      const auto& [coll, bytes] = seqs[q % seqs.size()];
+      for (const auto& p : ev["probes"])
+        if (p["coll"] == coll && p["min_bytes"].get<uint64_t>() <= bytes && bytes <= p["max_bytes"].get<uint64_t>())
+          probed.insert({comm, q});
+    }
+  }
+  EXPECT_EQ(r.explorationCollectives, probed.size());
+  EXPECT_EQ(r.explorationUs > 0, !probed.empty());
+  EXPECT_LE(r.explorationUs, r.modes[3].commTimeUs);
+  EXPECT_NEAR(reportJson(r)["exploration_share"].get<double>(), r.explorationUs / r.modes[3].commTimeUs, 1e-12);
+  // The adaptive policy calibrates by probing; other policies do not probe.
+  if (r.policyInForce == std::optional<std::string>("adaptive")) {
+    EXPECT_GT(probeVerdicts, 0);
+    EXPECT_GT(r.explorationCollectives, 0u);
+  }
+}
+
+TEST(Driver, ALogFileSharedByRunsCountsEachRunOnce) {
+  const Scenario sc = loadExample("2x8-h200-healthy.json");
+  SimOptions o = options(60);
+  o.logPath = ::testing::TempDir() + "ww_driver_shared_%p.jsonl";
+  const std::string file = ::testing::TempDir() + "ww_driver_shared_" + std::to_string(::getpid()) + ".jsonl";
+  std::remove(file.c_str());
+  const SimResult a = runSimulation(sc, o);
+  std::ifstream first(file);
+  ASSERT_TRUE(first.good()) << "%p was not expanded as the plugin expands it";
+  const SimResult b = runSimulation(sc, o);  // appends to the same file
+  EXPECT_EQ(b.explorationCollectives, a.explorationCollectives);
+  EXPECT_EQ(b.explorationUs, a.explorationUs);
+  EXPECT_EQ(b.adaptations, a.adaptations);
+  if (a.policyInForce == std::optional<std::string>("adaptive")) {
+    // Calibration happens early: the run has events to double-count if earlier lines were read again.
+    EXPECT_GT(a.explorationCollectives, 0u);
+    EXPECT_GT(a.adaptations.at("calibrated"), 0u);
+  }
+  std::remove(file.c_str());
 }
 
 }  // namespace

@@ -1,0 +1,551 @@
+#include "adaptive/comm_policy.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+
+#include "adaptive/buckets.h"
+
+namespace wirewise::adapt {
+namespace {
+
+constexpr double kMinShare = 0.005;  // buckets below this share of the comm's time are left to NCCL
+constexpr int kMaxRefine = 9;        // channel probes per episode
+constexpr int kMinDetectSamples = 16;  // collectives behind one detector observation
+constexpr uint64_t kReportLag = 2;      // verdict k's collectives reach the policy at verdict k+2
+constexpr double kSameState = 1.04;     // incumbent times this close are taken for the same link state
+constexpr double kClearWin = 0.8;       // a probe this much faster than the incumbent is adopted at once
+constexpr size_t kMemory = 8;           // past episodes remembered per bucket
+// Exploration budget: a token bucket that earns exploreShare of the measured time, with a credit of this
+// many of the probed bucket's collectives (at its healthy time) so that calibration and an early fault are
+// not left alone. Every probe is checked against it; an episode out of budget ends with what it measured.
+constexpr double kBurstCollectives = 192;
+constexpr int kMaxOutstanding = 2;   // probes of one bucket in flight (results come back two verdicts later)
+constexpr uint64_t kProbeTimeout = 4;  // verdicts after which an unmeasured probe is given up (or retried)
+
+std::string hexId(uint64_t id) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, id);
+  return buf;
+}
+
+std::string decisionName(const Decision& d) {
+  if (d.keepsNccl()) return "nccl";
+  return std::string(algoName(d.algo)) + "/" + std::string(protoName(d.proto)) + "/" + std::to_string(d.nChannels);
+}
+
+TableRule ruleFor(int coll, int bucket, Decision d) {
+  uint64_t hi = SizeBuckets::upperEdge(bucket);
+  return {coll, SizeBuckets::lowerEdge(bucket), hi == UINT64_MAX ? UINT64_MAX : hi - 1, d};
+}
+
+nlohmann::json rangesJson(const std::vector<TableRule>& rules) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const TableRule& r : rules)
+    out.push_back({{"coll", r.coll >= 0 ? std::string(collName(static_cast<CollType>(r.coll))) : "any"},
+                   {"min_bytes", r.minBytes},
+                   {"max_bytes", r.maxBytes},
+                   {"algo", std::string(algoName(r.decision.algo))},
+                   {"proto", std::string(protoName(r.decision.proto))},
+                   {"channels", r.decision.nChannels}});
+  return out;
+}
+
+double round1(double x) { return std::round(x * 10) / 10; }
+
+std::string fmtPercent(double pct) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", std::fabs(pct));
+  return buf;
+}
+
+}  // namespace
+
+CommPolicy::CommPolicy(uint64_t commId, uint32_t nRanks, uint32_t nNodes, PolicyParams params, EventFn emit)
+    : commId_(commId), nRanks_(nRanks), nNodes_(nNodes), p_(params), emit_(std::move(emit)) {}
+
+CommPolicy::Bucket& CommPolicy::bucketOf(int coll, int bucket) {
+  auto [it, fresh] = buckets_.try_emplace({coll, bucket});
+  if (fresh) {
+    it->second.coll = coll;
+    it->second.bucket = bucket;
+    it->second.det = ChangeDetector(p_.detector);
+  }
+  return it->second;
+}
+
+bool CommPolicy::matchesPending(const Bucket& b, Choice c) const {
+  if (b.ran && c == *b.ran) return false;
+  for (const Pending& p : b.pending)
+    if (p.d.algo == c.algo && p.d.proto == c.proto && (p.d.nChannels == 0 || p.d.nChannels == c.nChannels)) return true;
+  return false;
+}
+
+void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index) {
+  (void)index;
+  for (const MemberEvidence& m : evidence)
+    for (const Sight& s : m.sights) {
+      Bucket& b = bucketOf(s.coll, s.bucket);
+      if (!b.sight) b.sight = s;
+    }
+  MergeStats st;
+  std::vector<Observation> obs = mergeInterval(evidence, &st);
+  mixed_ += st.mixedChoices;
+  for (const Observation& o : obs) {
+    Bucket& b = bucketOf(o.coll, o.bucket);
+    totalUs_ += o.totalUs;
+    totalColls_ += static_cast<uint64_t>(o.n);
+    b.timeUs += o.totalUs;
+    b.colls += static_cast<uint64_t>(o.n);
+    b.bytesSum += o.meanBytes * o.n;
+    maxChannels_ = std::max<int>(maxChannels_, o.choice.nChannels);
+    if (b.phase == Phase::Exploring && matchesPending(b, o.choice)) {
+      exploredUs_ += o.totalUs;
+      b.spentUs += o.totalUs;
+      for (auto it = b.pending.begin(); it != b.pending.end(); ++it)
+        if (it->d.algo == o.choice.algo && it->d.proto == o.choice.proto &&
+            (it->d.nChannels == 0 || it->d.nChannels == o.choice.nChannels)) {
+          b.pending.erase(it);
+          break;
+        }
+      addObservation(b.est, o, b.epoch);
+      continue;
+    }
+    addObservation(b.est, o, b.epoch);
+    // Not a probe. The incumbent's own collectives only once the reports cover intervals run under it
+    // (reports at B_k carry verdict k-1's interval; the agreement decides verdict k+1 on them): before
+    // that they are the previous incumbent's, which must neither teach "what NCCL runs" nor feed the
+    // detector. An explicit incumbent is recognised by its choice.
+    const bool settled = index >= b.switchedAt + kReportLag;
+    const bool own = b.incumbent.keepsNccl() ? settled : (settled && b.ran && o.choice == *b.ran);
+    if (!own) continue;
+    if (b.incumbent.keepsNccl()) b.nccl = o.choice, b.ran = o.choice;
+    if (b.phase != Phase::Steady) continue;
+    b.accLog += std::log(o.medianUs) * o.n;
+    b.accN += o.n;
+    // A detector observation needs more collectives than a probe: its baseline must not move with noise.
+    if (b.accN < std::max(p_.minSamples, kMinDetectSamples)) continue;
+    double x = b.accLog / b.accN;
+    b.accLog = 0, b.accN = 0;
+    b.lastObsLog[1] = b.lastObsLog[0];
+    b.lastObsLog[0] = x;
+    ++b.lastObsCount;
+    double up = b.det.upper(), down = b.det.lower(), base = b.det.baseline();
+    Shift s = b.det.observe(x);
+    if (s != Shift::None) {
+      const DetectorParams& d = b.det.params();
+      b.shift = s;
+      b.alarmStat = s == Shift::Slower ? up + std::min(x - base - d.drift, d.clip)
+                                       : down + std::min(base - x - d.drift, d.clip);
+    }
+  }
+}
+
+uint64_t CommPolicy::probeLength(const Bucket& b, uint64_t spacing) const {
+  double freq = totalColls_ > 0 ? static_cast<double>(b.colls) / static_cast<double>(totalColls_) : 1.0;
+  uint64_t len = static_cast<uint64_t>(std::ceil(p_.minSamples / std::max(freq, 1e-6))) + 1;
+  return std::clamp<uint64_t>(len, p_.probeSpacing, std::max(spacing, p_.probeSpacing));
+}
+
+double CommPolicy::busBw(const Bucket& b, double us) const {
+  // nccl-tests' bus bandwidth (the same factors as telemetry/aggregator.cc): GB/s.
+  double n = nRanks_, f = 1;
+  if (b.coll == static_cast<int>(CollType::AllReduce)) f = n > 1 ? 2 * (n - 1) / n : 1;
+  if (b.coll == static_cast<int>(CollType::AllGather) || b.coll == static_cast<int>(CollType::ReduceScatter))
+    f = n > 1 ? (n - 1) / n : 1;
+  double bytes = b.colls > 0 ? b.bytesSum / static_cast<double>(b.colls) : 0;
+  return us > 0 ? round1(bytes / (us * 1e3) * f) : 0;
+}
+
+nlohmann::json CommPolicy::bucketFields(const Bucket& b) const {
+  TableRule r = ruleFor(b.coll, b.bucket, {});
+  return {{"coll", std::string(collName(static_cast<CollType>(b.coll)))},
+          {"min_bytes", r.minBytes},
+          {"max_bytes", r.maxBytes}};
+}
+
+void CommPolicy::emit(nlohmann::json ev, uint64_t index, uint64_t boundary) const {
+  if (!emit_) return;
+  ev["comm"] = hexId(commId_);
+  ev["index"] = index;
+  ev["boundary"] = boundary;
+  emit_(std::move(ev));
+}
+
+void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
+  const Choice inc = *b.ran;
+  auto old = b.est.find(inc);
+  (void)old;
+  b.beforeLog = b.det.baseline();  // the estimate itself has already followed the change
+  const double now = b.lastObsLog[0];
+  ++b.epoch;
+  b.est[inc] = {now, p_.minSamples, b.epoch};
+  b.stage = Stage::Pairs;
+  b.phase = Phase::Exploring;
+  b.refineProbes = 0;
+  b.triedChannels.clear();
+  b.quick = false;
+  b.confirmed = false;
+  b.spentUs = 0;
+  b.startDecision = b.incumbent;
+  b.startRan = inc;
+  // A state seen before: the incumbent measured within kSameState of what it measured in an earlier
+  // episode (a flapping link, a fault that ended). That episode's winner is re-measured alone instead of
+  // searching again; if it does not win, the incumbent stays.
+  for (auto m = b.memory.rbegin(); m != b.memory.rend(); ++m) {
+    auto it = m->times.find(inc);
+    if (it == m->times.end() || std::fabs(it->second - now) > std::log(kSameState)) continue;
+    b.quick = true;
+    b.confirmed = true;
+    if (m->best != inc) b.queue.push_back(toDecision(m->best));
+    b.matchedIndex = m->index;
+    break;
+  }
+  std::optional<Choice> nccl = b.incumbent.keepsNccl() ? std::nullopt : b.nccl;
+  // Pairs stage: one channel count per other (algo, proto); the channel stage then searches the best pair.
+  std::set<std::pair<int, int>> pairs{{inc.algo, inc.proto}};
+  for (Choice c : reprobeCandidates(b.est, inc, b.beforeLog, now, b.former, nccl, p_.closeFactor, 64)) {
+    if (b.quick) break;
+    bool special = (b.former && c == *b.former) || (nccl && c == *nccl);
+    if (!special && !pairs.insert({c.algo, c.proto}).second) continue;
+    if (static_cast<int>(b.queue.size()) >= p_.maxReprobes) break;
+    b.queue.push_back(toDecision(c));
+  }
+  const DetectorParams& d = b.det.params();
+  nlohmann::json ev = bucketFields(b);
+  double pct = (std::exp(now - b.beforeLog) - 1) * 100;
+  ev.update({{"event", "adapt"},
+             {"kind", "alarm"},
+             {"from", decisionName(b.incumbent)},
+             {"to", decisionName(b.incumbent)},
+             {"before_us", round1(std::exp(b.beforeLog))},
+             {"after_us", round1(std::exp(now))},
+             {"before_busbw_gbs", busBw(b, std::exp(b.beforeLog))},
+             {"after_busbw_gbs", busBw(b, std::exp(now))},
+             {"detector",
+              {{"statistic", std::round(b.alarmStat * 1000) / 1000},
+               {"threshold", d.threshold},
+               {"shift", b.shift == Shift::Slower ? "slower" : "faster"}}},
+             {"probes", b.queue.size()},
+             {"links", nlohmann::json::array()},
+             {"reason", fmtPercent(pct) + (pct >= 0 ? " slower" : " faster") + " than its baseline; " +
+                            (b.quick ? "the same state as at verdict " + std::to_string(b.matchedIndex) +
+                                           "; re-measuring its winner only"
+                                     : "re-measuring " + std::to_string(b.queue.size()) +
+                                           " candidates predicted within " +
+                                           fmtPercent((p_.closeFactor - 1) * 100) + " of it")}});
+  emit(std::move(ev), index, boundary);
+}
+
+// During an episode: a probe that beats the incumbent by far is adopted at once (the search goes on
+// around it), so a big slowdown is not paid for during the whole search.
+void CommPolicy::provisionalSwitch(Bucket& b, uint64_t index, uint64_t boundary) {
+  if (!b.calibrated || !b.ran) return;
+  auto best = bestInEpoch(b.est, b.epoch);
+  auto inc = b.est.find(*b.ran);
+  if (!best || best->first == *b.ran || inc == b.est.end() || inc->second.epoch != b.epoch) return;
+  if (best->second.logUs > inc->second.logUs + std::log(kClearWin)) return;
+  Decision next = (b.nccl && best->first == *b.nccl) ? Decision{} : toDecision(best->first);
+  nlohmann::json ev = bucketFields(b);
+  ev.update({{"event", "adapt"},
+             {"kind", "commit"},
+             {"provisional", true},
+             {"from", decisionName(b.incumbent)},
+             {"to", decisionName(next)},
+             {"before_us", round1(std::exp(inc->second.logUs))},
+             {"after_us", round1(std::exp(best->second.logUs))},
+             {"before_busbw_gbs", busBw(b, std::exp(inc->second.logUs))},
+             {"after_busbw_gbs", busBw(b, std::exp(best->second.logUs))},
+             {"links", nlohmann::json::array()},
+             {"reason", choiceName(best->first) + " measured " +
+                            fmtPercent((1 - std::exp(best->second.logUs - inc->second.logUs)) * 100) +
+                            " faster: adopted now, still measuring"}});
+  emit(std::move(ev), index, boundary);
+  b.incumbent = next;
+  b.ran = best->first;
+  b.switchedAt = index;
+}
+
+bool CommPolicy::needsConfirmation(Bucket& b) {
+  // The best of several short, noisy probes is biased low (the winner's curse): before a switch, the
+  // winner is measured once more and judged on both measurements together.
+  auto best = bestInEpoch(b.est, b.epoch);
+  if (!best || !b.ran || best->first == *b.ran || b.confirmed) return false;
+  auto inc = b.est.find(*b.ran);
+  const double incLog = inc != b.est.end() && inc->second.epoch == b.epoch ? inc->second.logUs : b.beforeLog;
+  if (best->second.logUs >= incLog + std::log(1 - p_.switchGain)) return false;
+  b.confirmed = true;
+  if (best->second.n >= 2 * p_.minSamples + 2) return false;
+  b.queue.push_back(toDecision(best->first));
+  return true;
+}
+
+void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
+  b.phase = Phase::Steady;
+  b.queue.clear();
+  b.pending.clear();
+  b.confirmed = false;
+  b.accLog = 0, b.accN = 0;
+  auto best = bestInEpoch(b.est, b.epoch);
+  if (!best || !b.ran) return;
+  auto inc = b.est.find(*b.ran);
+  const bool incMeasured = inc != b.est.end() && inc->second.epoch == b.epoch;
+  const double incLog = incMeasured ? inc->second.logUs : b.beforeLog;
+  const bool episode = b.calibrated;
+  // Judged against the incumbent now in force (a provisional switch may have replaced the one the
+  // episode started with), but named against the one it started with: that is what changed for the job.
+  if (best->first != *b.ran && best->second.logUs < incLog + std::log(1 - p_.switchGain)) {
+    b.incumbent = (b.nccl && best->first == *b.nccl) ? Decision{} : toDecision(best->first);
+    b.ran = best->first;
+    b.switchedAt = index;
+  }
+  const Decision from = b.startDecision;
+  const Choice startRan = b.startRan ? *b.startRan : *b.ran;
+  std::string kind = episode ? "hold" : "calibrated";
+  if (episode && *b.ran != startRan) {
+    kind = (b.former && *b.ran == *b.former) ? "recover" : b.incumbent.keepsNccl() ? "revert" : "commit";
+    b.former = startRan;
+  }
+  auto startEst = b.est.find(startRan);
+  const double startLog = startEst != b.est.end() && startEst->second.epoch == b.epoch ? startEst->second.logUs : incLog;
+  double beforeLog = episode ? b.beforeLog : startLog;
+  const double afterLog = b.est[*b.ran].logUs;
+  b.refLog = afterLog;
+  if (!b.quick) {
+    Memory m{{}, *b.ran, index};
+    for (const auto& [c, s] : b.est)
+      if (s.epoch == b.epoch && s.n > 0) m.times[c] = s.logUs;
+    b.memory.push_back(std::move(m));
+    if (b.memory.size() > kMemory) b.memory.erase(b.memory.begin());
+  }
+  // The new baseline comes from the next intervals' own observations, not from the probes: a baseline
+  // taken from the selected (hence luckiest) probe would make ordinary noise look like a slowdown.
+  b.det.reset();
+  b.calibrated = true;
+
+  nlohmann::json cands = nlohmann::json::array();
+  std::vector<std::pair<double, Choice>> sorted;
+  for (const auto& [c, s] : b.est)
+    if (s.epoch == b.epoch && s.n > 0) sorted.push_back({s.logUs, c});
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto& [l, c] : sorted) cands.push_back({{"decision", choiceName(c)}, {"us", round1(std::exp(l))}});
+  nlohmann::json ev = bucketFields(b);
+  std::string fromName = decisionName(from);
+  const std::string toName = decisionName(b.incumbent);
+  std::string reason;
+  double gain = (1 - std::exp(afterLog - startLog)) * 100;
+  if (kind == "calibrated")
+    reason = from == b.incumbent ? "calibration measured " + std::to_string(sorted.size()) +
+                                       " candidates; NCCL's own choice is best"
+                                 : "calibration measured " + std::to_string(sorted.size()) + " candidates; " +
+                                       choiceName(*b.ran) + " is " + fmtPercent(gain) + " faster than NCCL's " +
+                                       (b.nccl ? choiceName(*b.nccl) : std::string("choice"));
+  else if (kind == "hold" && b.quick)
+    reason = "the same state as at verdict " + std::to_string(b.matchedIndex) + ", where " + choiceName(*b.ran) +
+             (sorted.size() > 1 ? " won; re-measured, it still does: kept" : " won: kept without probing");
+  else if (kind == "hold")
+    reason = "re-measured " + std::to_string(sorted.size()) + " candidates; none beats the incumbent by " +
+             fmtPercent(p_.switchGain * 100) + ": kept";
+  else
+    reason = choiceName(*b.ran) + " measured " + fmtPercent(gain) + " faster than " + fromName + " after the change";
+  ev.update({{"event", "adapt"},
+             {"kind", kind},
+             {"from", fromName},
+             {"to", toName},
+             {"before_us", round1(std::exp(beforeLog))},
+             {"after_us", round1(std::exp(afterLog))},
+             {"before_busbw_gbs", busBw(b, std::exp(beforeLog))},
+             {"after_busbw_gbs", busBw(b, std::exp(afterLog))},
+             {"candidates", cands},
+             {"explored_us", round1(b.spentUs)},
+             {"links", nlohmann::json::array()},
+             {"reason", reason}});
+  if (b.nccl) ev["from_nccl"] = choiceName(*b.nccl);
+  if (episode)
+    ev["detector"] = {{"statistic", std::round(b.alarmStat * 1000) / 1000},
+                      {"threshold", b.det.params().threshold},
+                      {"shift", b.shift == Shift::Slower ? "slower" : "faster"}};
+  b.shift = Shift::None;
+  b.spentUs = 0;
+  emit(std::move(ev), index, boundary);
+}
+
+// State transitions for verdict `index`; true when the bucket has a probe to run now.
+bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
+  switch (b.phase) {
+    case Phase::Ignored:
+      return false;
+    case Phase::Waiting: {
+      ++b.waitedIntervals;
+      if (!b.sight || !b.nccl || totalUs_ <= 0) return false;
+      double share = b.timeUs / totalUs_;
+      if (share < kMinShare) {
+        if (b.waitedIntervals >= 4) b.phase = Phase::Ignored;
+        return false;
+      }
+      for (const Decision& d : pairCandidates(*b.sight, p_.pruneFactor, *b.nccl)) b.queue.push_back(d);
+      b.ran = b.nccl;
+      b.startDecision = b.incumbent;
+      b.startRan = b.nccl;
+      b.stage = Stage::Pairs;
+      b.phase = Phase::Exploring;
+      break;
+    }
+    case Phase::Steady:
+      if (b.shift == Shift::None) return false;
+      // Token bucket: episodes earn exploration time at exploreShare of the measured time, with a credit of
+      // one episode's worth so that an early fault is not left alone. Calibration is bounded by construction
+      // and not charged here (it is in exploredUs_).
+      if (!budgetAllows(b)) {
+        // Over budget: keep the incumbent; the detector keeps watching. Said once per budget shortage.
+        if (!b.deferred) {
+          b.deferred = true;
+          nlohmann::json ev = bucketFields(b);
+          ev.update({{"event", "adapt"},
+                     {"kind", "deferred"},
+                     {"from", decisionName(b.incumbent)},
+                     {"to", decisionName(b.incumbent)},
+                     {"before_us", round1(std::exp(b.det.baseline()))},
+                     {"after_us", round1(std::exp(b.lastObsLog[0]))},
+                     {"links", nlohmann::json::array()},
+                     {"reason", "a change was detected but the exploration budget is spent (" +
+                                    std::to_string(static_cast<long long>(exploredUs_)) + " us explored, " +
+                                    fmtPercent(p_.exploreShare * 100) + " of the comm's time allowed); kept"}});
+          emit(std::move(ev), index, boundary);
+        }
+        b.shift = Shift::None;
+        return false;
+      }
+      b.deferred = false;
+      startEpisode(b, index, boundary);
+      break;
+    case Phase::Exploring:
+      break;
+  }
+  // Probes that never came back (the bucket had no collective in their interval): retry once.
+  for (auto it = b.pending.begin(); it != b.pending.end();) {
+    if (index < it->issuedAt + kProbeTimeout) {
+      ++it;
+      continue;
+    }
+    if (it->tries < 1) b.queue.push_front(it->d);
+    it = b.pending.erase(it);
+  }
+  provisionalSwitch(b, index, boundary);
+  if (b.queue.empty() && b.pending.empty()) {
+    auto best = bestInEpoch(b.est, b.epoch);
+    if (best && !b.quick && b.refineProbes < kMaxRefine) {
+      b.stage = Stage::Channels;
+      // The best pair's channel counts, then the runner-up pair's if it is within 10% (its best channel
+      // count may not have been measured yet: a pair is first measured at one count only).
+      for (const auto& [a, p] : topPairs(b, std::log(1.10))) {
+        for (int c : channelCandidates(b.est, b.epoch, a, p, maxChannels_, b.triedChannels[{a, p}]))
+          b.queue.push_back({a, p, static_cast<int8_t>(c)});
+        if (!b.queue.empty()) break;
+      }
+    }
+    if (b.queue.empty() && !needsConfirmation(b)) {
+      finishEpisode(b, index, boundary);
+      return false;
+    }
+  }
+  if (!b.queue.empty() && !budgetAllows(b)) {
+    b.queue.clear();  // out of budget: decide on what was measured
+    if (b.pending.empty()) finishEpisode(b, index, boundary);
+    return false;
+  }
+  return !b.queue.empty() && static_cast<int>(b.pending.size()) < kMaxOutstanding;
+}
+
+std::vector<std::pair<int8_t, int8_t>> CommPolicy::topPairs(const Bucket& b, double within) const {
+  std::map<std::pair<int8_t, int8_t>, double> best;
+  for (const auto& [c, s] : b.est) {
+    if (s.epoch != b.epoch || s.n == 0) continue;
+    auto [it, fresh] = best.try_emplace({c.algo, c.proto}, s.logUs);
+    if (!fresh) it->second = std::min(it->second, s.logUs);
+  }
+  std::vector<std::pair<double, std::pair<int8_t, int8_t>>> v;
+  for (const auto& [k, l] : best) v.push_back({l, k});
+  std::sort(v.begin(), v.end());
+  std::vector<std::pair<int8_t, int8_t>> out;
+  for (size_t i = 0; i < v.size() && i < 2; ++i)
+    if (i == 0 || v[i].first <= v[0].first + within) out.push_back(v[i].second);
+  return out;
+}
+
+bool CommPolicy::budgetAllows(const Bucket& b) const {
+  (void)b;
+  // The credit's unit is the comm's mean collective time: what one collective of its traffic costs.
+  double unit = totalColls_ > 0 ? totalUs_ / static_cast<double>(totalColls_) : 0;
+  return exploredUs_ <= p_.exploreShare * totalUs_ + kBurstCollectives * unit;
+}
+
+Decision CommPolicy::issueProbe(Bucket& b, uint64_t index) {
+  Decision d = b.queue.front();
+  b.queue.pop_front();
+  b.pending.push_back({d, index, 0});
+  if (b.stage == Stage::Channels) {
+    b.triedChannels[{d.algo, d.proto}].insert(d.nChannels);
+    ++b.refineProbes;
+  }
+  return d;
+}
+
+PolicyStep CommPolicy::decide(uint64_t index, uint64_t boundary, uint64_t spacing,
+                              std::span<const MemberEvidence> evidence) {
+  ingest(evidence, index);
+  PolicyStep out;
+  uint64_t normal = p_.spacing > 0 ? p_.spacing : spacing;
+  // Which buckets probe in this interval: the one with the largest share of time that wants to, and every
+  // other that needs no longer an interval. A rare size needs a long interval to be seen at all; mixing it
+  // with a frequent size would turn all of the frequent size's collectives in that interval into probes.
+  std::vector<Bucket*> want;
+  for (auto& [key, b] : buckets_)
+    if (advance(b, index, boundary)) want.push_back(&b);
+  std::stable_sort(want.begin(), want.end(), [](const Bucket* x, const Bucket* y) { return x->timeUs > y->timeUs; });
+  uint64_t probeLen = want.empty() ? 0 : probeLength(*want.front(), normal);
+  std::set<const Bucket*> probing;
+  for (Bucket* b : want)
+    if (probeLength(*b, normal) <= probeLen) probing.insert(b);
+  for (auto& [key, b] : buckets_) {
+    Decision d = b.incumbent;
+    if (probing.count(&b)) {
+      d = issueProbe(b, index);
+      out.probes.push_back({ruleFor(b.coll, b.bucket, d)});
+    }
+    if (!d.keepsNccl()) out.rules.push_back(ruleFor(b.coll, b.bucket, d));
+  }
+  out.spacing = out.probes.empty() ? normal : probeLen;
+  out.reason = out.probes.empty() ? "adaptive" : "adaptive: " + std::to_string(out.probes.size()) + " probe(s)";
+  if (out.rules != lastRules_ || !out.probes.empty()) {
+    auto table = DecisionTable::build(out.rules, out.reason);
+    char digest[24];
+    std::snprintf(digest, sizeof digest, "%016" PRIx64, table->digest());
+    nlohmann::json probes = nlohmann::json::array();
+    for (const ProbeRange& p : out.probes) probes.push_back(rangesJson({p.rule})[0]);
+    std::vector<TableRule> ranges = table->ranges();
+    emit({{"event", "table"},
+          {"source", "coordinator"},
+          {"next", boundary + out.spacing},
+          {"probe", !out.probes.empty()},
+          {"probes", probes},
+          {"reason", out.reason},
+          {"digest", digest},
+          {"explored_us", round1(exploredUs_)},
+          {"measured_us", round1(totalUs_)},
+          {"ranges", rangesJson(ranges)}},
+         index, boundary);
+    lastRules_ = out.rules;
+  }
+  return out;
+}
+
+std::vector<CommPolicy::BucketView> CommPolicy::buckets() const {
+  std::vector<BucketView> out;
+  for (const auto& [k, b] : buckets_)
+    out.push_back({b.coll, b.bucket, b.incumbent, b.phase == Phase::Exploring, b.calibrated, b.epoch});
+  return out;
+}
+
+}  // namespace wirewise::adapt

@@ -1,0 +1,146 @@
+// The adaptive policy for one communicator (docs/policy.md): from the members' evidence at each boundary,
+// the table of the next verdict. Runs in the coordinator only, so every rank follows its one decision.
+// Pure and deterministic: no clock, no I/O; log events go to an injected function.
+//
+// Per (collective, size bucket) worth tuning:
+//   Waiting   -> until NCCL's cost table (a Sight) and NCCL's own choice (a sample) are known;
+//   Exploring -> calibration (first time) or a re-probe episode (after a detected change): pairs stage,
+//                then channel stage, each probe on a short interval of its own; then commit or hold;
+//   Steady    -> the incumbent is watched by a CUSUM detector; an alarm starts an episode, within the
+//                exploration budget.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "adaptive/decision_table.h"
+#include "adaptive/detector.h"
+#include "adaptive/evidence.h"
+#include "adaptive/planner.h"
+#include "adaptive/policy_params.h"
+
+namespace wirewise::adapt {
+
+using EventFn = std::function<void(nlohmann::json)>;
+
+struct ProbeRange {
+  TableRule rule;  // the probed bucket and the candidate it runs
+};
+
+struct PolicyStep {
+  std::vector<TableRule> rules;
+  std::vector<ProbeRange> probes;
+  uint64_t spacing = 0;
+  std::string reason;
+};
+
+class CommPolicy {
+ public:
+  CommPolicy(uint64_t commId, uint32_t nRanks, uint32_t nNodes, PolicyParams params, EventFn emit = nullptr);
+
+  // Verdict `index`, starting at collective `boundary`; `spacing` is what the agreement would use.
+  // `evidence`: the members' reports at the previous boundary.
+  PolicyStep decide(uint64_t index, uint64_t boundary, uint64_t spacing, std::span<const MemberEvidence> evidence);
+
+  // Figures for tests, the log and the docs.
+  double exploredUs() const { return exploredUs_; }
+  double measuredUs() const { return totalUs_; }
+  uint64_t mixedChoices() const { return mixed_; }
+  struct BucketView {
+    int coll, bucket;
+    Decision incumbent;
+    bool exploring, calibrated;
+    uint64_t epoch;
+  };
+  std::vector<BucketView> buckets() const;
+
+ private:
+  enum class Phase : uint8_t { Waiting, Exploring, Steady, Ignored };
+  enum class Stage : uint8_t { Pairs, Channels };
+  struct Pending {
+    Decision d;
+    uint64_t issuedAt = 0;
+    int tries = 0;
+  };
+  // A finished episode: what every candidate measured, and what won.
+  struct Memory {
+    std::map<Choice, double> times;
+    Choice best;
+    uint64_t index = 0;
+  };
+  struct Bucket {
+    int coll = -1, bucket = 0;
+    std::optional<Sight> sight;
+    std::optional<Choice> nccl;  // what NCCL runs when the table keeps its choice
+    Decision incumbent;          // in the table; keepsNccl(): NCCL's own
+    std::optional<Choice> ran;   // what the incumbent runs
+    Phase phase = Phase::Waiting;
+    Stage stage = Stage::Pairs;
+    std::deque<Decision> queue;
+    std::vector<Pending> pending;
+    std::map<std::pair<int, int>, std::set<int>> triedChannels;  // per (algo, proto), this episode
+    int refineProbes = 0;
+    uint64_t epoch = 0;
+    Estimates est;
+    ChangeDetector det;
+    std::optional<Choice> former;
+    double accLog = 0;
+    int accN = 0;
+    double lastObsLog[2] = {0, 0};
+    int lastObsCount = 0;
+    bool calibrated = false;
+    bool deferred = false;   // an alarm was not acted on for lack of exploration budget
+    bool confirmed = false;  // the episode's winner was measured a second time
+    bool quick = false;      // this episode re-measures a remembered winner only
+    uint64_t matchedIndex = 0;
+    Decision startDecision;            // the incumbent when the episode (or calibration) began
+    std::optional<Choice> startRan;    // and what it ran
+    std::vector<Memory> memory;       // finished episodes, newest last
+    double timeUs = 0, bytesSum = 0;
+    double spentUs = 0;       // probe time of the current calibration or episode
+    double refLog = 0;        // the incumbent's time when it was last chosen
+    uint64_t switchedAt = 0;  // verdict from which the incumbent is in force
+    uint64_t colls = 0;
+    int waitedIntervals = 0;
+    double beforeLog = 0;  // incumbent's time before the episode
+    Shift shift = Shift::None;
+    double alarmStat = 0;
+  };
+
+  Bucket& bucketOf(int coll, int bucket);
+  void ingest(std::span<const MemberEvidence> evidence, uint64_t index);
+  bool advance(Bucket& b, uint64_t index, uint64_t boundary);
+  Decision issueProbe(Bucket& b, uint64_t index);
+  void startEpisode(Bucket& b, uint64_t index, uint64_t boundary);
+  void finishEpisode(Bucket& b, uint64_t index, uint64_t boundary);
+  bool needsConfirmation(Bucket& b);
+  void provisionalSwitch(Bucket& b, uint64_t index, uint64_t boundary);
+  bool budgetAllows(const Bucket& b) const;
+  std::vector<std::pair<int8_t, int8_t>> topPairs(const Bucket& b, double within) const;
+  bool matchesPending(const Bucket& b, Choice c) const;
+  uint64_t probeLength(const Bucket& b, uint64_t spacing) const;
+  void emit(nlohmann::json ev, uint64_t index, uint64_t boundary) const;
+  nlohmann::json bucketFields(const Bucket& b) const;
+  double busBw(const Bucket& b, double us) const;
+
+  uint64_t commId_;
+  uint32_t nRanks_, nNodes_;
+  PolicyParams p_;
+  EventFn emit_;
+  std::map<std::pair<int, int>, Bucket> buckets_;
+  double totalUs_ = 0, exploredUs_ = 0;
+  uint64_t totalColls_ = 0, mixed_ = 0;
+  int maxChannels_ = 0;
+  std::vector<TableRule> lastRules_;
+};
+
+}  // namespace wirewise::adapt

@@ -1,0 +1,57 @@
+// Planning: which candidates to measure, and which measured one wins. Pure functions of the evidence.
+//
+// The planner does not trust a model it cannot check. Its prior is NCCL's own cost table for the bucket
+// (what NCCL enabled and what it predicts, taken from getCollInfo), used only to prune: calibration measures
+// every (algorithm, protocol) NCCL predicts within pruneFactor of its best, at NCCL's own channel count, then
+// searches channel counts for the best pair. After a detected change it predicts each candidate's time as its
+// last measurement scaled by the change the incumbent saw (common mode) and re-measures only those predicted
+// close, plus the choice in force before the last switch (a healed link makes it best again) and NCCL's own.
+// Decisions are made only on measurements of the current epoch (since the last detected change).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "adaptive/evidence.h"
+#include "adaptive/evidence_types.h"
+
+namespace wirewise::adapt {
+
+struct Estimate {
+  double logUs = 0;  // n-weighted mean of interval log-medians
+  int n = 0;         // collectives behind it (capped, so that it keeps following the link)
+  uint64_t epoch = 0;
+};
+using Estimates = std::map<Choice, Estimate>;
+
+// Folds one observation into the estimate of its choice; an estimate from an older epoch is replaced.
+void addObservation(Estimates& e, const Observation& o, uint64_t epoch);
+
+// (algo, proto) pairs NCCL enables for this bucket whose NCCL cost is within pruneFactor of the cheapest,
+// cheapest first, excluding `skip` (NCCL's own pair, measured anyway). nChannels 0: NCCL's own count.
+std::vector<Decision> pairCandidates(const Sight& s, double pruneFactor, Choice skip);
+
+// Channel counts to try next for (algo, proto), over 1..maxChannels, never repeating a count in `tried`
+// or one already measured in `epoch`. Time against channel count is not unimodal (a degraded NIC that
+// carries two of 16 channels but only one of 11 makes a sawtooth), so the search first covers a coarse
+// grid (C, 3C/4, C/2), then closes a bracket around the best point and around any other local
+// minimum within 10% of it. Empty when every bracket is closed.
+std::vector<int> channelCandidates(const Estimates& e, uint64_t epoch, int8_t algo, int8_t proto, int maxChannels,
+                                   const std::set<int>& tried);
+
+// After a change: candidates predicted within closeFactor of the incumbent's new time, best predicted
+// first, at most `max`; `former` and `nccl` (when known and different) are included whatever their
+// prediction, in their predicted place.
+// The incumbent went from incumbentLogBefore to incumbentLogNow; every other estimate is shifted alike.
+std::vector<Choice> reprobeCandidates(const Estimates& e, Choice incumbent, double incumbentLogBefore,
+                                      double incumbentLogNow,
+                                      std::optional<Choice> former, std::optional<Choice> nccl, double closeFactor,
+                                      int max);
+
+// The best estimate of `epoch` (ties: lower channel count, then lower algo/proto index).
+std::optional<std::pair<Choice, Estimate>> bestInEpoch(const Estimates& e, uint64_t epoch);
+
+}  // namespace wirewise::adapt

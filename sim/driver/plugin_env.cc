@@ -1,0 +1,114 @@
+#include "sim/driver/plugin_env.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace wirewise::sim {
+namespace {
+
+std::optional<std::string> envValue(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;  // the plugin treats empty as unset too
+  return std::string(v);
+}
+
+EnvChoice choose(const char* name, const std::optional<std::string>& option, const char* fallback) {
+  if (option && !option->empty()) return {*option, "option"};
+  if (auto v = envValue(name)) return {*v, "environment"};
+  return {fallback, "driver default"};
+}
+
+// A loopback port nobody listens on now. Every run needs its own coordinator: the plugin's default
+// rendezvous (a port derived from the user) would make concurrent runs (ctest -j) join one coordinator,
+// where their communicators, named alike, would mix.
+int freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// The plugin's own expansion of WIREWISE_LOG (%h host name, %p pid, %% a percent sign), done here so that
+// the driver reads the very file the plugin writes.
+std::string expandLogPath(const std::string& path) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown-host");
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 1 < path.size()) {
+      const char c = path[i + 1];
+      if (c == 'h' || c == 'p' || c == '%') {
+        out += c == 'h' ? std::string(host) : c == 'p' ? std::to_string(::getpid()) : std::string("%");
+        ++i;
+        continue;
+      }
+    }
+    out += path[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+PluginEnv::PluginEnv(const std::string& logPath, const std::optional<std::string>& sync,
+                     const std::optional<std::string>& policy) {
+  if (logPath.empty() || logPath == "none" || logPath == "off") {
+    const char* dir = std::getenv("TMPDIR");
+    std::string tmpl = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/wirewise-simulate-XXXXXX.jsonl";
+    const int fd = ::mkstemps(tmpl.data(), 6);
+    if (fd < 0) throw std::runtime_error("cannot create a temporary adaptation log in " + tmpl);
+    ::close(fd);
+    logPath_ = tmpl;
+    temporary_ = true;
+  } else {
+    logPath_ = expandLogPath(logPath);
+    struct stat st {};
+    if (::stat(logPath_.c_str(), &st) == 0) logStart_ = static_cast<uint64_t>(st.st_size);
+  }
+  sync_ = choose("WIREWISE_SYNC", sync, kDefaultSync);
+  policy_ = choose("WIREWISE_POLICY", policy, kDefaultPolicy);
+  set("WIREWISE_LOG", logPath_);
+  set("WIREWISE_SYNC", sync_.value);
+  set("WIREWISE_POLICY", policy_.value);
+  if (sync_.value != "off" && !envValue("WIREWISE_COORDINATOR")) {
+    if (const int port = freeLoopbackPort(); port > 0) {
+      set("WIREWISE_COORDINATOR", "127.0.0.1:" + std::to_string(port));
+      // Should another process take the port first, a key of our own makes its coordinator refuse us
+      // (observe-only) instead of mixing the runs.
+      if (!envValue("WIREWISE_JOB_KEY"))
+        set("WIREWISE_JOB_KEY", "wirewise-simulate:" + std::to_string(::getpid()) + ":" + std::to_string(port));
+    }
+  }
+}
+
+PluginEnv::~PluginEnv() {
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+    if (it->second) ::setenv(it->first.c_str(), it->second->c_str(), 1);
+    else ::unsetenv(it->first.c_str());
+  }
+  if (temporary_) std::remove(logPath_.c_str());
+}
+
+void PluginEnv::set(const char* name, const std::string& value) {
+  const char* old = std::getenv(name);
+  saved_.emplace_back(name, old != nullptr ? std::optional<std::string>(old) : std::nullopt);
+  ::setenv(name, value.c_str(), 1);
+}
+
+}  // namespace wirewise::sim

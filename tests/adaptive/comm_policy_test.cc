@@ -1,0 +1,821 @@
+// CommPolicy driven by a small fake cluster: the test plays the members, runs every interval under the
+// table the policy decided for it, measures each collective on a synthetic "true time" with deterministic
+// noise, and reports back with the control plane's lag (verdict k's collectives reach decide(k + 2)).
+#include "adaptive/comm_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "adaptive/buckets.h"
+
+namespace wirewise::adapt {
+
+static void PrintTo(const Choice& c, std::ostream* os) { *os << choiceName(c); }
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kAR = static_cast<int>(CollType::AllReduce);
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr uint64_t kSpacing = 64;  // the agreement's spacing
+constexpr int kNcclChannels = 16;  // what NCCL runs when a decision leaves the channel count to it
+// Reports at B_k carry verdict k-1's interval and the coordinator decides verdict k+1 on them
+// (comm_policy.cc kReportLag).
+constexpr uint64_t kLag = 2;
+constexpr uint64_t kCommId = 0xa1;
+
+Choice ch(int algo, int proto, int n) {
+  return {static_cast<int8_t>(algo), static_cast<int8_t>(proto), static_cast<uint8_t>(n)};
+}
+std::pair<int, int> pairOf(Choice c) { return {c.algo, c.proto}; }
+
+uint64_t mix(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+// Deterministic pseudo-noise in [-1, 1).
+double uniform(uint64_t seed, uint64_t a, uint64_t salt) {
+  uint64_t h = mix(seed ^ mix(a * 4 + salt));
+  return static_cast<double>(h >> 11) * 0x1.0p-52 - 1.0;
+}
+
+// One message size the application runs, with what NCCL says about it.
+struct Traffic {
+  uint64_t bytes = kMiB;
+  int weight = 1;  // collectives of this size per cycle of the application's pattern
+  Choice nccl;     // what NCCL runs when no rule covers it
+  std::vector<std::pair<std::pair<int, int>, float>> costs;  // NCCL's cost table: enabled entries only
+  int bucket() const { return SizeBuckets::index(bytes); }
+  Sight sight() const {
+    Sight s;
+    s.coll = kAR;
+    s.bucket = static_cast<uint8_t>(bucket());
+    s.bytes = bytes;
+    for (auto& row : s.cost)
+      for (float& c : row) c = -1.0f;
+    for (auto [ap, c] : costs) s.cost[ap.first][ap.second] = c;
+    return s;
+  }
+};
+
+// True time (µs) of one collective of traffic t run with choice c under verdict v.
+using TruthFn = std::function<double(uint64_t v, size_t t, Choice c)>;
+
+class FakeCluster {
+ public:
+  struct Verdict {
+    uint64_t index = 0, boundary = 0;
+    PolicyStep step;
+    std::vector<std::set<Choice>> ran;  // per traffic: what its collectives ran (filled once reported)
+  };
+
+  FakeCluster(std::vector<Traffic> traffic, TruthFn truth, uint64_t seed = 1, double collNoise = 0.02,
+              double intervalNoise = 0.0)
+      : traffic_(std::move(traffic)), truth_(std::move(truth)), seed_(seed), collNoise_(collNoise),
+        intervalNoise_(intervalNoise) {
+    for (size_t i = 0; i < traffic_.size(); ++i)
+      for (int w = 0; w < traffic_[i].weight; ++w) pattern_.push_back(i);
+    reported.assign(traffic_.size(), 0);
+    everRan.resize(traffic_.size());
+  }
+
+  // Decides the next verdict with `p`, handing it the reports the control plane would.
+  const PolicyStep& step(CommPolicy& p) {
+    Verdict v;
+    v.index = history.size();
+    v.boundary = history.empty() ? 0 : history.back().boundary + history.back().step.spacing;
+    std::vector<MemberEvidence> ev;
+    if (v.index >= kLag) ev = run(history[v.index - kLag], v.index == kLag);
+    v.step = p.decide(v.index, v.boundary, kSpacing, ev);
+    EXPECT_GT(v.step.spacing, 0u) << "verdict " << v.index;
+    history.push_back(std::move(v));
+    return history.back().step;
+  }
+  void runUntil(CommPolicy& p, uint64_t verdicts) {
+    while (history.size() < verdicts) step(p);
+  }
+
+  static Decision lookup(const std::vector<TableRule>& rules, int coll, uint64_t bytes) {
+    for (const TableRule& r : rules)
+      if ((r.coll == kAny || r.coll == coll) && bytes >= r.minBytes && bytes <= r.maxBytes) return r.decision;
+    return {};
+  }
+  // What NCCL runs for decision d.
+  static Choice resolve(Decision d, Choice nccl) {
+    Choice c = nccl;
+    if (d.algo != kAny) c.algo = d.algo;
+    if (d.proto != kAny) c.proto = d.proto;
+    if (d.nChannels > 0) c.nChannels = static_cast<uint8_t>(d.nChannels);
+    return c;
+  }
+  const std::vector<Traffic>& traffic() const { return traffic_; }
+  double truth(uint64_t v, size_t t, Choice c) const { return truth_(v, t, c); }
+
+  std::vector<Verdict> history;
+  // Everything reported so far, as the policy merged it (the minimum over ranks).
+  std::vector<uint64_t> reported;  // collectives per traffic
+  uint64_t reportedTotal = 0;
+  double reportedUs = 0;
+  double probeUs = 0;     // of the collectives that ran a probe
+  double maxCollUs = 0;   // the slowest collective so far
+  std::vector<std::set<Choice>> everRan;
+  // Member 101 applies each new table one collective late: the first collective of an interval whose
+  // choice changed runs differently on the two members.
+  bool lateApply = false;
+  uint64_t mixed = 0;  // collectives that ran differently on the members
+
+ private:
+  // The members' reports of verdict v's interval: two members, the late one (it alternates) measures the
+  // bare time, the other also its wait.
+  std::vector<MemberEvidence> run(Verdict& v, bool first) {
+    std::vector<MemberEvidence> m(2);
+    m[0].memberId = 100, m[1].memberId = 101;
+    if (first)
+      for (const Traffic& t : traffic_) m[0].sights.push_back(t.sight());
+    std::set<int> probed;
+    for (const ProbeRange& p : v.step.probes) probed.insert(SizeBuckets::index(p.rule.minBytes));
+    v.ran.assign(traffic_.size(), {});
+    const double common = 1 + intervalNoise_ * uniform(seed_, v.index, 3);
+    for (uint64_t g = v.boundary; g < v.boundary + v.step.spacing; ++g) {
+      const size_t ti = pattern_[g % pattern_.size()];
+      const Traffic& t = traffic_[ti];
+      const Choice c = resolve(lookup(v.step.rules, kAR, t.bytes), t.nccl);
+      Choice c1 = c;  // what member 101 runs
+      if (lateApply && g == v.boundary && v.index > 0)
+        c1 = resolve(lookup(history[v.index - 1].step.rules, kAR, t.bytes), t.nccl);
+      v.ran[ti].insert(c);
+      everRan[ti].insert(c);
+      const double us = truth_(v.index, ti, c) * common * (1 + collNoise_ * uniform(seed_, g, 0));
+      const auto bare = static_cast<uint32_t>(std::lround(us * 1000));
+      const auto waited = static_cast<uint32_t>(bare + std::lround(1000 * (30 + 25 * uniform(seed_, g, 1))));
+      const size_t late = mix(seed_ + g) & 1;
+      auto report = [&](size_t member, uint32_t ns) {
+        const Choice mc = member == 1 ? c1 : c;
+        m[member].samples.push_back({g + 1, t.bytes, ns, static_cast<int8_t>(kAR), mc.algo, mc.proto, mc.nChannels});
+      };
+      report(late, bare);
+      report(1 - late, waited);
+      if (c1 != c) {  // the policy drops it
+        ++mixed;
+        continue;
+      }
+      ++reported[ti];
+      ++reportedTotal;
+      reportedUs += bare / 1000.0;
+      maxCollUs = std::max(maxCollUs, bare / 1000.0);
+      if (probed.count(t.bucket())) probeUs += bare / 1000.0;
+    }
+    return m;
+  }
+
+  std::vector<Traffic> traffic_;
+  TruthFn truth_;
+  uint64_t seed_;
+  double collNoise_, intervalNoise_;
+  std::vector<size_t> pattern_;
+};
+
+// ---- the scenarios ----
+
+const Choice kNcclA = ch(kAlgoRing, kProtoLL128, kNcclChannels);
+
+// One 1 MiB allreduce. NCCL runs ring/LL128/16; its costs enable four pairs within 2x (ring/LL is cheaper
+// in truth but NCCL predicts it 2.5x: pruned, never to be run; NVLS is excluded).
+Traffic trafficA() {
+  Traffic t;
+  t.bytes = kMiB;
+  t.nccl = kNcclA;
+  t.costs = {{{kAlgoRing, kProtoLL128}, 100}, {{kAlgoRing, kProtoSimple}, 120}, {{kAlgoTree, kProtoSimple}, 150},
+             {{kAlgoTree, kProtoLL128}, 190}, {{kAlgoRing, kProtoLL}, 250}, {{kAlgoNvls, kProtoSimple}, 3.6e9f}};
+  return t;
+}
+
+// Healthy: base(pair) x (1 + 2% per channel away from the pair's best count). ring/simple/12 is the best.
+// During [faultAt, healAt) a link that ring/simple crosses a lot degrades: ring/simple x1.6, tree/simple
+// x1.05 (tree/simple/12 then takes 31% less time than ring/simple/12), the others x1.3.
+struct ScenarioA {
+  uint64_t faultAt = UINT64_MAX, healAt = UINT64_MAX;
+  int treeSimpleBest = 12;  // tree/simple's best channel count
+  double operator()(uint64_t v, size_t, Choice c) const {
+    double base = 50, fault = 1.3;  // anything not listed: cheap, to make a forbidden run stand out
+    int best = 12;
+    if (pairOf(c) == std::pair{kAlgoRing, kProtoLL128}) base = 125;
+    if (pairOf(c) == std::pair{kAlgoRing, kProtoSimple}) base = 100, fault = 1.6;
+    if (pairOf(c) == std::pair{kAlgoTree, kProtoSimple}) base = 105, fault = 1.05, best = treeSimpleBest;
+    if (pairOf(c) == std::pair{kAlgoTree, kProtoLL128}) base = 140;
+    if (pairOf(c) == std::pair{kAlgoRing, kProtoLL}) base = 90;
+    double t = base * (1 + 0.02 * std::abs(static_cast<int>(c.nChannels) - best));
+    return v >= faultAt && v < healAt ? t * fault : t;
+  }
+};
+
+// The fastest choice among those the policy may run for `t` (NCCL's pair and the pairs pairCandidates
+// keeps, any channel count up to NCCL's), by brute force on the truth at verdict v.
+Choice fastest(const FakeCluster& cl, size_t t, uint64_t v, double pruneFactor = 2.0) {
+  const Traffic& tr = cl.traffic()[t];
+  std::vector<std::pair<int, int>> pairs{pairOf(tr.nccl)};
+  for (const Decision& d : pairCandidates(tr.sight(), pruneFactor, tr.nccl)) pairs.push_back({d.algo, d.proto});
+  Choice best{};
+  double bestUs = std::numeric_limits<double>::infinity();
+  for (auto [a, p] : pairs)
+    for (int c = 1; c <= kNcclChannels; ++c)
+      if (double us = cl.truth(v, t, ch(a, p, c)); us < bestUs) bestUs = us, best = ch(a, p, c);
+  return best;
+}
+
+PolicyParams defaults() { return PolicyParams{}; }
+
+struct Sim {
+  std::vector<json> events;
+  CommPolicy policy;
+  FakeCluster cluster;
+  Sim(std::vector<Traffic> traffic, TruthFn truth, PolicyParams params = defaults(), uint64_t seed = 1,
+      double collNoise = 0.02, double intervalNoise = 0.0)
+      : policy(kCommId, 2, 2, params, [this](json e) { events.push_back(std::move(e)); }),
+        cluster(std::move(traffic), std::move(truth), seed, collNoise, intervalNoise) {}
+  Sim(const Sim&) = delete;  // the policy's EventFn captures this
+
+  void until(uint64_t verdicts) { cluster.runUntil(policy, verdicts); }
+  std::vector<json> adapt(const std::string& kind = "", uint64_t from = 0) const {
+    std::vector<json> out;
+    for (const json& e : events)
+      if (e.value("event", "") == "adapt" && (kind.empty() || e.value("kind", "") == kind) &&
+          e.value("index", uint64_t{0}) >= from)
+        out.push_back(e);
+    return out;
+  }
+  std::optional<Decision> incumbent(int bucket) const {
+    for (const auto& b : policy.buckets())
+      if (b.coll == kAR && b.bucket == bucket) return b.incumbent;
+    return std::nullopt;
+  }
+  std::optional<CommPolicy::BucketView> view(int bucket) const {
+    for (const auto& b : policy.buckets())
+      if (b.coll == kAR && b.bucket == bucket) return b;
+    return std::nullopt;
+  }
+  // What traffic t runs under verdict v's table, probes included.
+  Choice runs(uint64_t v, size_t t) const {
+    const Traffic& tr = cluster.traffic()[t];
+    return FakeCluster::resolve(FakeCluster::lookup(cluster.history[v].step.rules, kAR, tr.bytes), tr.nccl);
+  }
+  // The verdict of the last "calibrated" event: from it on, the calibrated buckets run their winners.
+  uint64_t calibratedAt() const {
+    auto cal = adapt("calibrated");
+    return cal.empty() ? UINT64_MAX : cal.back()["index"].get<uint64_t>();
+  }
+};
+
+std::string name(Choice c) { return choiceName(c); }
+bool near(double a, double b, double rel) { return std::fabs(a - b) <= rel * std::fabs(b); }
+
+// ---- (1) calibration ----
+
+TEST(CommPolicy, CalibrationFindsTheFastestCandidate) {
+  Sim r({trafficA()}, ScenarioA{});
+  r.until(60);
+  const int bucket = trafficA().bucket();
+  const Choice want = fastest(r.cluster, 0, 0);
+  ASSERT_EQ(want, ch(kAlgoRing, kProtoSimple, 12));  // the scenario is what it says
+
+  auto cal = r.adapt("calibrated");
+  ASSERT_EQ(cal.size(), 1u);
+  const json& e = cal[0];
+  const uint64_t at = e["index"].get<uint64_t>();
+  EXPECT_EQ(e["comm"], "0x00000000000000a1");
+  EXPECT_EQ(e["boundary"].get<uint64_t>(), r.cluster.history[at].boundary);
+  EXPECT_EQ(e["coll"], "allreduce");
+  EXPECT_EQ(e["min_bytes"].get<uint64_t>(), SizeBuckets::lowerEdge(bucket));
+  EXPECT_EQ(e["max_bytes"].get<uint64_t>(), SizeBuckets::upperEdge(bucket) - 1);
+  EXPECT_EQ(e["from"], "nccl");
+  EXPECT_EQ(e["to"], name(want));
+  EXPECT_EQ(e["from_nccl"], name(kNcclA));
+  EXPECT_TRUE(near(e["before_us"].get<double>(), ScenarioA{}(0, 0, kNcclA), 0.02)) << e.dump();
+  EXPECT_TRUE(near(e["after_us"].get<double>(), ScenarioA{}(0, 0, want), 0.02)) << e.dump();
+  EXPECT_GT(e["explored_us"].get<double>(), 0);
+  EXPECT_FALSE(e.contains("detector"));  // no detector fired: a calibration
+  // Candidates: what was measured, best first, the winner at the head.
+  const json& cands = e["candidates"];
+  ASSERT_GE(cands.size(), 5u);
+  EXPECT_EQ(cands[0]["decision"], name(want));
+  for (size_t i = 1; i < cands.size(); ++i)
+    EXPECT_LE(cands[i - 1]["us"].get<double>(), cands[i]["us"].get<double>());
+
+  // The table of that verdict runs the winner; so does every later one.
+  auto inc = r.incumbent(bucket);
+  ASSERT_TRUE(inc.has_value());
+  EXPECT_EQ(*inc, toDecision(want));
+  auto view = r.view(bucket);
+  EXPECT_TRUE(view->calibrated);
+  EXPECT_FALSE(view->exploring);
+  for (uint64_t v = at; v < r.cluster.history.size(); ++v) {
+    EXPECT_EQ(r.runs(v, 0), want) << "verdict " << v;
+    EXPECT_TRUE(r.cluster.history[v].step.probes.empty()) << "verdict " << v;
+  }
+  // The first probes are the pairs NCCL's costs leave, cheapest predicted first, at NCCL's channel count.
+  std::vector<Decision> probes;
+  for (const auto& v : r.cluster.history)
+    for (const ProbeRange& p : v.step.probes) probes.push_back(p.rule.decision);
+  auto pairs = pairCandidates(trafficA().sight(), 2.0, kNcclA);
+  ASSERT_GE(probes.size(), pairs.size());
+  EXPECT_EQ(std::vector<Decision>(probes.begin(), probes.begin() + static_cast<std::ptrdiff_t>(pairs.size())), pairs);
+  // Then channel counts of the best pair, never one twice.
+  std::set<int> counts;
+  for (size_t i = pairs.size(); i < probes.size(); ++i) {
+    EXPECT_EQ(probes[i].algo, kAlgoRing);
+    EXPECT_EQ(probes[i].proto, kProtoSimple);
+    EXPECT_TRUE(counts.insert(probes[i].nChannels).second) << int(probes[i].nChannels);
+  }
+  EXPECT_LE(probes.size() - pairs.size(), 9u);  // comm_policy.cc kMaxRefine
+  // Nothing NCCL disabled or its costs pruned ever ran.
+  for (Choice c : r.cluster.everRan[0]) {
+    EXPECT_NE(pairOf(c), (std::pair{kAlgoRing, kProtoLL})) << name(c);
+    EXPECT_NE(c.algo, kAlgoNvls) << name(c);
+    EXPECT_LE(c.nChannels, kNcclChannels);
+  }
+  // Calibration starts with the first report (verdict kLag) and is over well within 20 verdicts:
+  // 3 pair probes and at most 9 channel probes, two in flight, each reported kLag verdicts later.
+  EXPECT_LE(at, kLag + 20);
+  std::printf("calibrated at verdict %llu after %zu probes\n", static_cast<unsigned long long>(at), probes.size());
+}
+
+TEST(CommPolicy, CalibrationKeepsNcclWhenNcclIsFastest) {
+  // Everything else 10% slower than NCCL's own: the table stays empty (no rule, NCCL decides).
+  TruthFn truth = [](uint64_t, size_t, Choice c) { return c == kNcclA ? 100.0 : 110.0 + c.nChannels; };
+  Sim r({trafficA()}, truth);
+  r.until(60);
+  auto cal = r.adapt("calibrated");
+  ASSERT_EQ(cal.size(), 1u);
+  EXPECT_EQ(cal[0]["from"], "nccl");
+  EXPECT_EQ(cal[0]["to"], "nccl");
+  EXPECT_TRUE(r.incumbent(trafficA().bucket())->keepsNccl());
+  EXPECT_TRUE(r.cluster.history.back().step.rules.empty());
+}
+
+// ---- (2) noise alone ----
+
+TEST(CommPolicy, NoiseAloneChangesNothingAfterCalibration) {
+  // ±2% per collective and ±2% per interval (common to all collectives of an interval), four noise streams.
+  for (uint64_t seed : {7, 8, 9, 10}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Sim r({trafficA()}, ScenarioA{}, defaults(), seed, 0.02, 0.02);
+    r.until(40);
+    ASSERT_LT(r.calibratedAt(), 40u);
+    EXPECT_EQ(*r.incumbent(trafficA().bucket()), toDecision(fastest(r.cluster, 0, 0)));
+    const size_t eventsBefore = r.events.size();
+    const auto rules = r.cluster.history.back().step.rules;
+    ASSERT_EQ(rules.size(), 1u);
+    const double exploredBefore = r.policy.exploredUs();
+    r.until(40 + 500);
+    for (uint64_t v = 40; v < r.cluster.history.size(); ++v) {
+      const PolicyStep& s = r.cluster.history[v].step;
+      ASSERT_EQ(s.rules, rules) << "verdict " << v;
+      ASSERT_TRUE(s.probes.empty()) << "verdict " << v;
+      ASSERT_EQ(s.spacing, kSpacing) << "verdict " << v;
+    }
+    for (size_t i = eventsBefore; i < r.events.size(); ++i) ADD_FAILURE() << "unexpected event " << r.events[i].dump();
+    EXPECT_EQ(r.policy.exploredUs(), exploredBefore);
+    EXPECT_NEAR(r.policy.measuredUs(), r.cluster.reportedUs, 1e-9 * r.cluster.reportedUs);
+  }
+}
+
+// ---- (3) a slowdown of the incumbent ----
+
+TEST(CommPolicy, SlowdownSwitchesToTheNewFastest) {
+  ScenarioA truth;
+  truth.faultAt = 40;
+  Sim r({trafficA()}, truth);
+  r.until(40);
+  ASSERT_LT(r.calibratedAt(), 30u);
+  const Choice before = ch(kAlgoRing, kProtoSimple, 12);
+  ASSERT_EQ(*r.incumbent(trafficA().bucket()), toDecision(before));
+  const Choice after = fastest(r.cluster, 0, truth.faultAt);
+  ASSERT_EQ(pairOf(after), (std::pair{kAlgoTree, kProtoSimple}));
+  // The scenario's premise: the new best takes at least 30% less than the slowed incumbent.
+  ASSERT_LE(truth(truth.faultAt, 0, after), 0.7 * truth(truth.faultAt, 0, before));
+  r.until(140);
+
+  // The first verdict from which the table no longer runs the incumbent outside probes.
+  uint64_t switched = 0;
+  for (uint64_t v = truth.faultAt; v < r.cluster.history.size() && !switched; ++v)
+    if (r.cluster.history[v].step.probes.empty() && r.runs(v, 0) != before) switched = v;
+  ASSERT_GT(switched, 0u);
+  // Bound: the first slow interval is reported at fault + kLag; the clip needs two slow observations
+  // (fault + kLag + 1), the first probe then issued is reported kLag later.
+  const uint64_t delay = switched - truth.faultAt;
+  std::printf("slowdown at verdict %llu: switched after %llu verdicts\n",
+              static_cast<unsigned long long>(truth.faultAt), static_cast<unsigned long long>(delay));
+  EXPECT_LE(delay, 2 * kLag + 1);
+  EXPECT_EQ(pairOf(r.runs(switched, 0)), pairOf(after));
+
+  auto alarms = r.adapt("alarm", truth.faultAt);
+  ASSERT_EQ(alarms.size(), 1u);
+  const json& a = alarms[0];
+  EXPECT_EQ(a["index"].get<uint64_t>(), truth.faultAt + kLag + 1);
+  EXPECT_EQ(a["from"], name(before));
+  EXPECT_EQ(a["to"], name(before));
+  EXPECT_TRUE(near(a["before_us"].get<double>(), truth(0, 0, before), 0.02)) << a.dump();
+  EXPECT_TRUE(near(a["after_us"].get<double>(), truth(truth.faultAt, 0, before), 0.02)) << a.dump();
+  EXPECT_EQ(a["detector"]["shift"], "slower");
+  EXPECT_EQ(a["detector"]["threshold"].get<double>(), DetectorParams{}.threshold);
+  EXPECT_GT(a["detector"]["statistic"].get<double>(), DetectorParams{}.threshold);
+  EXPECT_GE(a["probes"].get<int>(), 1);
+
+  // Then a commit to the new fastest: the episode's closing event carries the detector that started it.
+  auto adapts = r.adapt("", truth.faultAt);
+  std::vector<json> commits;
+  for (const json& e : adapts)
+    if (e["kind"] == "commit") commits.push_back(e);
+  ASSERT_FALSE(commits.empty());
+  for (const json& c : commits) {
+    EXPECT_GE(c["index"].get<uint64_t>(), a["index"].get<uint64_t>());
+    EXPECT_TRUE(c.contains("before_us") && c.contains("after_us")) << c.dump();
+  }
+  const json& last = commits.back();
+  EXPECT_FALSE(last.value("provisional", false)) << last.dump();
+  EXPECT_EQ(last["to"], name(after));
+  EXPECT_TRUE(near(last["before_us"].get<double>(), truth(0, 0, before), 0.02)) << last.dump();
+  EXPECT_TRUE(near(last["after_us"].get<double>(), truth(truth.faultAt, 0, after), 0.02)) << last.dump();
+  ASSERT_TRUE(last.contains("detector")) << last.dump();
+  EXPECT_EQ(last["detector"]["shift"], "slower");
+  EXPECT_EQ(last["detector"]["statistic"], a["detector"]["statistic"]);
+  EXPECT_EQ(last["detector"]["threshold"].get<double>(), DetectorParams{}.threshold);
+  // Everything in order: alarm, then commit(s), nothing else; and then quiet while the fault lasts.
+  for (const json& e : adapts) EXPECT_TRUE(e["kind"] == "alarm" || e["kind"] == "commit") << e.dump();
+  EXPECT_EQ(*r.incumbent(trafficA().bucket()), toDecision(after));
+  const uint64_t settled = last["index"].get<uint64_t>();
+  for (uint64_t v = settled; v < r.cluster.history.size(); ++v) {
+    EXPECT_TRUE(r.cluster.history[v].step.probes.empty()) << v;
+    EXPECT_EQ(r.runs(v, 0), after) << v;
+  }
+}
+
+// ---- (4) the link heals ----
+
+// A fault from verdict 40 to 100 (ScenarioA), run to verdict 160. With tree/simple best at 12 channels the
+// fault's episode switches provisionally to tree/simple/16 and commits tree/simple/12 after the channel
+// search; with it best at 16 the provisional choice stands. Calibration measured tree/simple/16 healthy, so
+// in the second case the healed state is one the policy remembers (the memory's quick path).
+struct HealRun {
+  ScenarioA truth;
+  std::unique_ptr<Sim> sim;
+  Choice healthy, faulty;
+  explicit HealRun(int treeBest) {
+    truth.faultAt = 40;
+    truth.healAt = 100;
+    truth.treeSimpleBest = treeBest;
+    sim = std::make_unique<Sim>(std::vector<Traffic>{trafficA()}, truth);
+    healthy = fastest(sim->cluster, 0, 0);
+    faulty = fastest(sim->cluster, 0, truth.faultAt);
+  }
+  // The event that brought the healthy choice back.
+  std::optional<json> returned() const {
+    std::optional<json> ret;
+    for (const json& e : sim->adapt("", truth.healAt))
+      if (e["to"] == name(healthy) && !e.value("provisional", false)) ret = e;
+    return ret;
+  }
+};
+
+TEST(CommPolicy, HealedLinkBringsTheFormerChoiceBack) {
+  for (int treeBest : {12, 16}) {
+    SCOPED_TRACE("tree/simple best at " + std::to_string(treeBest) + " channels");
+    HealRun h(treeBest);
+    Sim& r = *h.sim;
+    r.until(h.truth.healAt);
+    ASSERT_EQ(*r.incumbent(trafficA().bucket()), toDecision(h.faulty));
+    ASSERT_NE(h.healthy, h.faulty);
+    r.until(h.truth.healAt + 60);
+    uint64_t back = 0;
+    for (uint64_t v = h.truth.healAt; v < r.cluster.history.size() && !back; ++v)
+      if (r.cluster.history[v].step.probes.empty() && r.runs(v, 0) == h.healthy) back = v;
+    ASSERT_GT(back, 0u) << "the former choice never came back";
+    std::printf("healed at verdict %llu: back after %llu verdicts\n", static_cast<unsigned long long>(h.truth.healAt),
+                static_cast<unsigned long long>(back - h.truth.healAt));
+    // The incumbent got ~5% faster: the CUSUM needs about 0.12 / (0.049 - 0.03) = 7 observations (the first
+    // reported kLag verdicts after the heal), then an episode of at most 5 re-probes and 9 channel probes,
+    // two in flight, in rounds. The memory's quick path needs one probe.
+    EXPECT_LE(back - h.truth.healAt, treeBest == 16 ? kLag + 7 + kLag + 1 : 30u);
+    auto alarms = r.adapt("alarm", h.truth.healAt);
+    ASSERT_EQ(alarms.size(), 1u);
+    EXPECT_EQ(alarms[0]["detector"]["shift"], "faster");
+    EXPECT_TRUE(near(alarms[0]["before_us"].get<double>(), h.truth(h.truth.faultAt, 0, h.faulty), 0.02));
+    EXPECT_TRUE(near(alarms[0]["after_us"].get<double>(), h.truth(0, 0, h.faulty), 0.02));
+    if (treeBest == 16) {
+      EXPECT_EQ(alarms[0]["probes"], 1) << alarms[0].dump();  // the remembered winner only
+    }
+    std::optional<json> ret = h.returned();
+    ASSERT_TRUE(ret.has_value());
+    EXPECT_TRUE((*ret)["kind"] == "recover" || (*ret)["kind"] == "commit") << ret->dump();
+    EXPECT_EQ((*ret)["from"], name(h.faulty));
+    EXPECT_TRUE(near((*ret)["after_us"].get<double>(), h.truth(0, 0, h.healthy), 0.02)) << ret->dump();
+    EXPECT_EQ(*r.incumbent(trafficA().bucket()), toDecision(h.healthy));
+    // And it stays.
+    for (uint64_t v = back; v < r.cluster.history.size(); ++v) EXPECT_EQ(r.runs(v, 0), h.healthy) << v;
+  }
+}
+
+// BUG (adaptive/comm_policy.cc:263 with :301): a healed link brings ring/simple/12 back as a "commit", never
+// as the documented "recover" (docs/adaptation-log.md: back to a former choice after the link healed).
+// `former` should be the choice in force before the switch, but provisionalSwitch() records it only when
+// no former exists at all (`if (!b.former)`), and calibration has always set one (here NCCL's
+// ring/ll128/16); finishEpisode() then overwrites it with the provisional choice (`b.former = b.ran`,
+// tree/simple/16) when the channel search moves on to tree/simple/12. So after the fault's episode former
+// is ring/ll128/16 (treeBest 16) or tree/simple/16 (treeBest 12), never ring/simple/12: the heal's
+// episode labels the return "commit", and the re-probe does not get the pre-fault choice as its special
+// "former" candidate (it came back here only through stale channel-count estimates or the memory).
+// Expected: former = the incumbent when the episode started (ring/simple/12); the return is "recover".
+TEST(CommPolicy, HealedLinkReturnIsARecover) {
+  for (int treeBest : {12, 16}) {
+    SCOPED_TRACE("tree/simple best at " + std::to_string(treeBest) + " channels");
+    HealRun h(treeBest);
+    h.sim->until(h.truth.healAt + 60);
+    std::optional<json> ret = h.returned();
+    ASSERT_TRUE(ret.has_value());
+    EXPECT_EQ((*ret)["kind"], "recover") << ret->dump();
+  }
+}
+
+// BUG (adaptive/comm_policy.cc:294-300, 340): an episode that switched provisionally (ring/simple/12 ->
+// tree/simple/16, "commit" with "provisional": true) and whose channel search then finds nothing better
+// closes with kind "hold", from == to == "tree/simple/16" and the reason "re-measured 7 candidates; none
+// beats the incumbent by 3%: kept", because finishEpisode() compares against b.ran, which the provisional
+// switch already moved. The episode's outcome is a switch away from the incumbent the detector alarmed on;
+// "hold" (docs/adaptation-log.md: "probing found nothing clearly better, the incumbent is kept") says the
+// opposite, and a log reader counting kinds sees no committed switch. Expected: the closing event is a
+// "commit" (from the incumbent when the episode started, ring/simple/12, to tree/simple/16).
+TEST(CommPolicy, EpisodeThatSwitchedProvisionallyClosesAsCommit) {
+  HealRun h(16);
+  h.sim->until(h.truth.healAt);
+  auto alarms = h.sim->adapt("alarm", h.truth.faultAt);
+  ASSERT_EQ(alarms.size(), 1u);
+  std::optional<json> closing;
+  for (const json& e : h.sim->adapt("", h.truth.faultAt))
+    if (e["kind"] != "alarm" && !e.value("provisional", false) && !closing) closing = e;
+  ASSERT_TRUE(closing.has_value());
+  EXPECT_EQ((*closing)["kind"], "commit") << closing->dump();
+  EXPECT_EQ((*closing)["from"], name(ch(kAlgoRing, kProtoSimple, 12))) << closing->dump();
+  EXPECT_EQ((*closing)["to"], name(h.faulty)) << closing->dump();
+}
+
+// ---- (5) hysteresis ----
+
+TEST(CommPolicy, OnePercentFasterNeverReplacesTheIncumbent) {
+  // ring/simple takes 1% less than NCCL's ring/LL128 at every channel count; the others are far behind.
+  // At verdict 200 every choice slows down by 40% alike: the re-probe finds ring/simple 1% faster again.
+  TruthFn truth = [](uint64_t v, size_t, Choice c) {
+    double t = 150;
+    if (pairOf(c) == pairOf(kNcclA)) t = 100;
+    if (pairOf(c) == std::pair{kAlgoRing, kProtoSimple}) t = 99;
+    if (pairOf(c) == std::pair{kAlgoTree, kProtoSimple}) t = 115;
+    return v >= 200 ? t * 1.4 : t;
+  };
+  Sim r({trafficA()}, truth);
+  r.until(500);
+  for (const json& e : r.adapt()) {
+    const std::string kind = e["kind"];
+    EXPECT_TRUE(kind == "calibrated" || kind == "alarm" || kind == "hold") << e.dump();
+    if (kind != "alarm") {
+      EXPECT_EQ(e["to"], "nccl") << e.dump();
+    }
+  }
+  EXPECT_EQ(r.adapt("calibrated").size(), 1u);
+  EXPECT_EQ(r.adapt("hold").size(), 1u);  // the slowdown's episode, kept
+  for (uint64_t v = 0; v < r.cluster.history.size(); ++v)
+    if (r.cluster.history[v].step.probes.empty()) {
+      EXPECT_EQ(r.runs(v, 0), kNcclA) << v;
+    }
+  EXPECT_TRUE(r.incumbent(trafficA().bucket())->keepsNccl());
+}
+
+TEST(CommPolicy, SwitchGainIsTheHysteresis) {
+  // The same 1%, with the switch gain lowered below it: now the candidate wins (the test above can fail).
+  TruthFn truth = [](uint64_t, size_t, Choice c) {
+    if (pairOf(c) == pairOf(kNcclA)) return 100.0;
+    if (c == ch(kAlgoRing, kProtoSimple, 16)) return 95.0;
+    return 150.0;
+  };
+  PolicyParams p;
+  p.switchGain = 0.03;
+  Sim keep({trafficA()}, truth, p, 1, 0.0);
+  keep.until(60);
+  EXPECT_FALSE(keep.incumbent(trafficA().bucket())->keepsNccl());  // 5% > 3%
+  p.switchGain = 0.06;
+  Sim hold({trafficA()}, truth, p, 1, 0.0);
+  hold.until(60);
+  EXPECT_TRUE(hold.incumbent(trafficA().bucket())->keepsNccl());  // 5% < 6%
+}
+
+// ---- (6) determinism ----
+
+TEST(CommPolicy, SameInputSameOutput) {
+  ScenarioA truth;
+  truth.faultAt = 40;
+  truth.healAt = 100;
+  Sim a({trafficA()}, truth, defaults(), 3, 0.02, 0.01), b({trafficA()}, truth, defaults(), 3, 0.02, 0.01);
+  for (uint64_t v = 0; v < 200; ++v) {
+    const PolicyStep& sa = a.cluster.step(a.policy);
+    const PolicyStep& sb = b.cluster.step(b.policy);
+    ASSERT_EQ(sa.rules, sb.rules) << v;
+    ASSERT_EQ(sa.spacing, sb.spacing) << v;
+    ASSERT_EQ(sa.reason, sb.reason) << v;
+    ASSERT_EQ(sa.probes.size(), sb.probes.size()) << v;
+    for (size_t i = 0; i < sa.probes.size(); ++i) ASSERT_EQ(sa.probes[i].rule, sb.probes[i].rule) << v;
+  }
+  ASSERT_EQ(a.events.size(), b.events.size());
+  for (size_t i = 0; i < a.events.size(); ++i) EXPECT_EQ(a.events[i].dump(), b.events[i].dump()) << i;
+  EXPECT_EQ(a.policy.exploredUs(), b.policy.exploredUs());
+  EXPECT_EQ(a.policy.measuredUs(), b.policy.measuredUs());
+  // Not trivially equal: the run calibrated, alarmed and switched twice.
+  EXPECT_GE(a.adapt("alarm").size(), 2u);
+  EXPECT_GE(a.adapt("commit").size() + a.adapt("recover").size(), 2u);
+  // Another noise stream gives other numbers (the comparison above can fail).
+  Sim c({trafficA()}, truth, defaults(), 4, 0.02, 0.01);
+  c.until(200);
+  EXPECT_NE(c.policy.measuredUs(), a.policy.measuredUs());
+}
+
+// ---- (7) probes, probe intervals and the exploration budget ----
+
+// Two sizes: 1 MiB (3 of every 4 collectives) and 64 KiB (1 of 4, where tree/LL beats NCCL's ring/LL).
+std::vector<Traffic> twoSizes() {
+  Traffic big = trafficA();
+  big.weight = 3;
+  Traffic small;
+  small.bytes = 64 * 1024;
+  small.weight = 1;
+  small.nccl = ch(kAlgoRing, kProtoLL, kNcclChannels);
+  small.costs = {{{kAlgoRing, kProtoLL}, 20}, {{kAlgoTree, kProtoLL}, 25}, {{kAlgoRing, kProtoLL128}, 30}};
+  return {big, small};
+}
+struct TwoSizesTruth {
+  ScenarioA big;
+  double operator()(uint64_t v, size_t t, Choice c) const {
+    if (t == 0) return big(v, t, c);
+    double base = pairOf(c) == std::pair{kAlgoTree, kProtoLL} ? 16 : pairOf(c) == std::pair{kAlgoRing, kProtoLL} ? 20 : 24;
+    return base * (1 + 0.01 * std::abs(static_cast<int>(c.nChannels) - 8));
+  }
+};
+
+TEST(CommPolicy, ProbesRunAloneOnIntervalsOfTheirOwnLength) {
+  TwoSizesTruth truth;
+  truth.big.faultAt = 60;
+  truth.big.healAt = 120;
+  Sim r(twoSizes(), truth);
+  const PolicyParams p;
+  uint64_t probeVerdicts = 0;
+  std::set<int> probedBuckets;
+  for (uint64_t v = 0; v < 300; ++v) {
+    const PolicyStep& s = r.cluster.step(r.policy);
+    if (s.probes.empty()) {
+      EXPECT_EQ(s.spacing, kSpacing) << v;
+      EXPECT_EQ(s.reason, "adaptive") << v;
+      continue;
+    }
+    ++probeVerdicts;
+    EXPECT_EQ(s.reason, "adaptive: " + std::to_string(s.probes.size()) + " probe(s)");
+    // Every probe verdict writes its table to the log, probes listed.
+    const json& te = r.events.back();
+    EXPECT_EQ(te["event"], "table") << v;
+    EXPECT_EQ(te["index"].get<uint64_t>(), v);
+    EXPECT_EQ(te["probe"], true);
+    EXPECT_EQ(te["probes"].size(), s.probes.size());
+    EXPECT_EQ(te["next"].get<uint64_t>(), r.cluster.history[v].boundary + s.spacing);
+    // A probe interval is as long as its rarest probed size needs for minSamples collectives:
+    // ceil(minSamples / share of collectives) + 1, within [probeSpacing, spacing].
+    uint64_t want = 0;
+    for (const ProbeRange& pr : s.probes) {
+      const int bucket = SizeBuckets::index(pr.rule.minBytes);
+      probedBuckets.insert(bucket);
+      EXPECT_EQ(pr.rule.coll, kAR);
+      EXPECT_EQ(pr.rule.minBytes, SizeBuckets::lowerEdge(bucket));
+      EXPECT_EQ(pr.rule.maxBytes, SizeBuckets::upperEdge(bucket) - 1);
+      EXPECT_FALSE(pr.rule.decision.keepsNccl());
+      // The table runs the probe.
+      EXPECT_NE(std::find(s.rules.begin(), s.rules.end(), pr.rule), s.rules.end()) << v;
+      const size_t t = bucket == r.cluster.traffic()[0].bucket() ? 0 : 1;
+      const double share = static_cast<double>(r.cluster.reported[t]) / static_cast<double>(r.cluster.reportedTotal);
+      auto len = static_cast<uint64_t>(std::ceil(p.minSamples / share)) + 1;
+      want = std::max(want, std::clamp<uint64_t>(len, p.probeSpacing, std::max(kSpacing, p.probeSpacing)));
+    }
+    EXPECT_EQ(s.spacing, want) << "verdict " << v;
+    // Both sizes in one probe interval only if the rare one's length allows it (it never does here:
+    // 1 MiB needs 8, 64 KiB 13).
+    EXPECT_EQ(s.probes.size(), 1u) << v;
+  }
+  EXPECT_EQ(probedBuckets.size(), 2u);
+  EXPECT_GT(probeVerdicts, 10u);
+  // The small size calibrated to tree/LL.
+  auto small = r.incumbent(r.cluster.traffic()[1].bucket());
+  ASSERT_TRUE(small.has_value());
+  EXPECT_EQ(small->algo, kAlgoTree);
+  EXPECT_EQ(small->proto, kProtoLL);
+  // Every probe interval held at least minSamples collectives of its probed size (checked on what ran).
+  for (const auto& v : r.cluster.history) {
+    if (v.step.probes.empty() || v.ran.empty()) continue;
+    const int bucket = SizeBuckets::index(v.step.probes[0].rule.minBytes);
+    const size_t t = bucket == r.cluster.traffic()[0].bucket() ? 0 : 1;
+    const uint64_t cycle = 4, per = t == 0 ? 3 : 1;
+    EXPECT_GE(v.step.spacing / cycle * per, static_cast<uint64_t>(p.minSamples)) << v.index;
+  }
+}
+
+TEST(CommPolicy, MixedChoicesAtTableChangesAreDroppedAndCounted) {
+  ScenarioA truth;
+  truth.faultAt = 40;
+  Sim r({trafficA()}, truth);
+  r.cluster.lateApply = true;
+  r.until(100);
+  EXPECT_GT(r.cluster.mixed, 5u);  // every probe interval starts with one
+  EXPECT_EQ(r.policy.mixedChoices(), r.cluster.mixed);
+  EXPECT_NEAR(r.policy.measuredUs(), r.cluster.reportedUs, 1e-9 * r.cluster.reportedUs);
+  EXPECT_NEAR(r.policy.exploredUs(), r.cluster.probeUs, 1e-9 * r.cluster.probeUs);
+  // The dropped collectives change nothing: the same decisions as without them.
+  EXPECT_EQ(*r.incumbent(trafficA().bucket()), toDecision(fastest(r.cluster, 0, truth.faultAt)));
+}
+
+TEST(CommPolicy, ExplorationIsAccountedAndBounded) {
+  TwoSizesTruth truth;
+  truth.big.faultAt = 60;
+  truth.big.healAt = 120;
+  const PolicyParams p;
+  Sim r(twoSizes(), truth);
+  double maxProbeLen = 0;
+  for (uint64_t v = 0; v < 600; ++v) {
+    const PolicyStep& s = r.cluster.step(r.policy);
+    if (!s.probes.empty()) maxProbeLen = std::max(maxProbeLen, static_cast<double>(s.spacing));
+    // exploredUs is exactly the time of the probed collectives reported so far.
+    ASSERT_NEAR(r.policy.exploredUs(), r.cluster.probeUs, 1e-6 * (1 + r.cluster.probeUs)) << v;
+    ASSERT_NEAR(r.policy.measuredUs(), r.cluster.reportedUs, 1e-6 * r.cluster.reportedUs) << v;
+    // The token bucket: exploreShare of the measured time plus a credit of 192 mean collectives
+    // (comm_policy.cc kBurstCollectives), checked before each probe; at most 2 probes per bucket are in
+    // flight past the check (kMaxOutstanding), each at most a probe interval of the slowest collective.
+    const double unit = r.cluster.reportedTotal ? r.cluster.reportedUs / static_cast<double>(r.cluster.reportedTotal) : 0;
+    const double bound = p.exploreShare * r.cluster.reportedUs + 192 * unit +
+                         2.0 * 2 * maxProbeLen * r.cluster.maxCollUs;
+    ASSERT_LE(r.policy.exploredUs(), bound) << v;
+  }
+  // Calibration of two sizes and two episodes (fault, heal) of the big one: a small share of the run.
+  const double share = r.policy.exploredUs() / r.policy.measuredUs();
+  std::printf("explored %.0f us of %.0f us (%.2f%%)\n", r.policy.exploredUs(), r.policy.measuredUs(), 100 * share);
+  EXPECT_GT(r.policy.exploredUs(), 0);
+  EXPECT_LT(share, 0.02);
+  EXPECT_EQ(r.policy.mixedChoices(), 0u);
+}
+
+TEST(CommPolicy, OutOfBudgetAlarmIsDeferred) {
+  // No exploration share, and every choice slower in every other stretch of 20 verdicts, by a different
+  // factor each time (1.4, 1.6, ...: never a state seen before, which the memory would re-measure for
+  // free): each change alarms; the credit pays for calibration and an episode or two, then alarms are
+  // deferred.
+  ScenarioA base;
+  TruthFn flapping = [base](uint64_t v, size_t t, Choice c) {
+    const uint64_t k = v / 20;
+    return base(v, t, c) * (k % 2 ? 1.3 + 0.1 * static_cast<double>(k) : 1.0);
+  };
+  PolicyParams p;
+  p.exploreShare = 0;
+  Sim r({trafficA()}, flapping, p);
+  double maxUnit = 0;
+  for (uint64_t v = 0; v < 400; ++v) {
+    r.cluster.step(r.policy);
+    if (r.cluster.reportedTotal > 0)
+      maxUnit = std::max(maxUnit, r.cluster.reportedUs / static_cast<double>(r.cluster.reportedTotal));
+    // At most the credit (192 mean collectives at the dearest mean seen), plus what was in flight when
+    // it ran out (two probe intervals of 8).
+    ASSERT_LE(r.policy.exploredUs(), 192 * maxUnit + 2 * 8 * r.cluster.maxCollUs) << v;
+  }
+  auto deferred = r.adapt("deferred");
+  ASSERT_FALSE(deferred.empty());
+  const json& d = deferred[0];
+  EXPECT_EQ(d["from"], d["to"]);
+  EXPECT_EQ(d["from"], name(fastest(r.cluster, 0, 0)));
+  // Said once per shortage, not at every alarm: fewer deferred events than changes of the link.
+  EXPECT_LT(deferred.size(), 400u / 20);
+  // A deferred alarm leaves the table alone and probes nothing.
+  for (const json& e : deferred) {
+    const uint64_t at = e["index"].get<uint64_t>();
+    EXPECT_TRUE(r.cluster.history[at].step.probes.empty()) << at;
+  }
+  // And the table keeps the incumbent.
+  const uint64_t at = d["index"].get<uint64_t>();
+  EXPECT_EQ(r.runs(at, 0), fastest(r.cluster, 0, 0));
+  EXPECT_NE(d["reason"].get<std::string>().find("budget"), std::string::npos) << d.dump();
+}
+
+}  // namespace
+}  // namespace wirewise::adapt
