@@ -17,6 +17,7 @@ constexpr uint64_t kReportLag = 2;      // verdict k's collectives reach the pol
 constexpr double kSameState = 1.04;     // incumbent times this close are taken for the same link state
 constexpr double kClearWin = 0.8;       // a probe this much faster than the incumbent is adopted at once
 constexpr size_t kMemory = 8;           // past episodes remembered per bucket
+constexpr uint64_t kSuspicion = 6;      // verdicts during which a new unhealthy link lowers the alarm bar
 // Exploration budget: a token bucket that earns exploreShare of the measured time, with a credit of this
 // many of the probed bucket's collectives (at its healthy time) so that calibration and an early fault are
 // not left alone. Every probe is checked against it; an episode out of budget ends with what it measured.
@@ -89,6 +90,18 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
       Bucket& b = bucketOf(s.coll, s.bucket);
       if (!b.sight) b.sight = s;
     }
+  // Link health: the union of the members' unhealthy links. A link that was not unhealthy before raises
+  // suspicion at once: every watched bucket alarms on its next observation that is off its baseline by
+  // more than twice the drift, without waiting for the CUSUM to accumulate.
+  std::map<std::string, LinkNote> links;
+  for (const MemberEvidence& m : evidence)
+    for (const LinkNote& l : m.links) links.emplace(l.link, l);
+  bool fresh = false;
+  for (const auto& [name, l] : links) fresh |= !links_.count(name);
+  if (!evidence.empty()) links_ = std::move(links);
+  if (fresh)
+    for (auto& [key, b] : buckets_)
+      if (b.phase == Phase::Steady) b.suspectUntil = index + kSuspicion;
   MergeStats st;
   std::vector<Observation> obs = mergeInterval(evidence, &st);
   mixed_ += st.mixedChoices;
@@ -133,9 +146,16 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
     ++b.lastObsCount;
     double up = b.det.upper(), down = b.det.lower(), base = b.det.baseline();
     Shift s = b.det.observe(x);
+    if (s == Shift::None && index < b.suspectUntil && b.det.calibrated() &&
+        std::fabs(x - base) > 2 * b.det.params().drift) {
+      s = x > base ? Shift::Slower : Shift::Faster;
+      b.det.resetTo(base);
+      b.suspected = true;
+    }
     if (s != Shift::None) {
       const DetectorParams& d = b.det.params();
       b.shift = s;
+      b.suspectUntil = 0;
       b.alarmStat = s == Shift::Slower ? up + std::min(x - base - d.drift, d.clip)
                                        : down + std::min(base - x - d.drift, d.clip);
     }
@@ -156,6 +176,17 @@ double CommPolicy::busBw(const Bucket& b, double us) const {
     f = n > 1 ? (n - 1) / n : 1;
   double bytes = b.colls > 0 ? b.bytesSum / static_cast<double>(b.colls) : 0;
   return us > 0 ? round1(bytes / (us * 1e3) * f) : 0;
+}
+
+nlohmann::json CommPolicy::linksJson() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, l] : links_) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s %s, %.0f%% of its speed%s", name.c_str(), l.state == 2 ? "down" : "degraded",
+                  l.capacityRatio * 100.0, l.errorsPerSec > 0 ? ", errors climbing" : "");
+    out.push_back(buf);
+  }
+  return out;
 }
 
 nlohmann::json CommPolicy::bucketFields(const Bucket& b) const {
@@ -228,14 +259,17 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
                {"threshold", d.threshold},
                {"shift", b.shift == Shift::Slower ? "slower" : "faster"}}},
              {"probes", b.queue.size()},
-             {"links", nlohmann::json::array()},
-             {"reason", fmtPercent(pct) + (pct >= 0 ? " slower" : " faster") + " than its baseline; " +
+             {"links", linksJson()},
+             {"suspected", b.suspected},
+             {"reason", fmtPercent(pct) + (pct >= 0 ? " slower" : " faster") + " than its baseline" +
+                            (b.suspected ? " while a link turned unhealthy" : "") + "; " +
                             (b.quick ? "the same state as at verdict " + std::to_string(b.matchedIndex) +
                                            "; re-measuring its winner only"
                                      : "re-measuring " + std::to_string(b.queue.size()) +
                                            " candidates predicted within " +
                                            fmtPercent((p_.closeFactor - 1) * 100) + " of it")}});
   emit(std::move(ev), index, boundary);
+  b.suspected = false;
 }
 
 // During an episode: a probe that beats the incumbent by far is adopted at once (the search goes on
@@ -257,7 +291,7 @@ void CommPolicy::provisionalSwitch(Bucket& b, uint64_t index, uint64_t boundary)
              {"after_us", round1(std::exp(best->second.logUs))},
              {"before_busbw_gbs", busBw(b, std::exp(inc->second.logUs))},
              {"after_busbw_gbs", busBw(b, std::exp(best->second.logUs))},
-             {"links", nlohmann::json::array()},
+             {"links", linksJson()},
              {"reason", choiceName(best->first) + " measured " +
                             fmtPercent((1 - std::exp(best->second.logUs - inc->second.logUs)) * 100) +
                             " faster: adopted now, still measuring"}});
@@ -359,7 +393,7 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
              {"after_busbw_gbs", busBw(b, std::exp(afterLog))},
              {"candidates", cands},
              {"explored_us", round1(b.spentUs)},
-             {"links", nlohmann::json::array()},
+             {"links", linksJson()},
              {"reason", reason}});
   if (b.nccl) ev["from_nccl"] = choiceName(*b.nccl);
   if (episode)
@@ -408,7 +442,7 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
                      {"to", decisionName(b.incumbent)},
                      {"before_us", round1(std::exp(b.det.baseline()))},
                      {"after_us", round1(std::exp(b.lastObsLog[0]))},
-                     {"links", nlohmann::json::array()},
+                     {"links", linksJson()},
                      {"reason", "a change was detected but the exploration budget is spent (" +
                                     std::to_string(static_cast<long long>(exploredUs_)) + " us explored, " +
                                     fmtPercent(p_.exploreShare * 100) + " of the comm's time allowed); kept"}});

@@ -98,6 +98,8 @@ class CommPolicy {
     double lastObsLog[2] = {0, 0};
     int lastObsCount = 0;
     bool calibrated = false;
+    uint64_t suspectUntil = 0;  // a new unhealthy link: alarm on any clear deviation before this verdict
+    bool suspected = false;     // the pending alarm came from that suspicion
     bool deferred = false;   // an alarm was not acted on for lack of exploration budget
     bool confirmed = false;  // the episode's winner was measured a second time
     bool quick = false;      // this episode re-measures a remembered winner only
@@ -130,6 +132,7 @@ class CommPolicy {
   uint64_t probeLength(const Bucket& b, uint64_t spacing) const;
   void emit(nlohmann::json ev, uint64_t index, uint64_t boundary) const;
   nlohmann::json bucketFields(const Bucket& b) const;
+  nlohmann::json linksJson() const;
   double busBw(const Bucket& b, double us) const;
 
   uint64_t commId_;
@@ -141,6 +144,7 @@ class CommPolicy {
   uint64_t totalColls_ = 0, mixed_ = 0;
   int maxChannels_ = 0;
   std::vector<TableRule> lastRules_;
+  std::map<std::string, LinkNote> links_;  // unhealthy links in the latest reports
 };
 
 }  // namespace wirewise::adapt

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "adaptive/buckets.h"
@@ -34,10 +35,22 @@ struct Sight {
   friend bool operator==(const Sight&, const Sight&) = default;
 };
 
+// A link the member's host sees as not healthy (from telemetry/collectors): the evidence that localises
+// a slowdown ("node 3's mlx5_1 trained down to a quarter"). Only unhealthy links travel.
+struct LinkNote {
+  std::string link;             // "host/mlx5_1:1", "host/gpu0:nvlink3", at most kMaxLinkName bytes
+  uint8_t state = 1;            // 1 degraded, 2 down
+  float capacityRatio = 1;      // nominal / best nominal seen (1 = full speed)
+  float errorsPerSec = 0;
+  friend bool operator==(const LinkNote&, const LinkNote&) = default;
+};
+inline constexpr size_t kMaxLinkName = 64;
+
 struct MemberEvidence {
   uint64_t memberId = 0;
   std::vector<Sample> samples;
   std::vector<Sight> sights;
+  std::vector<LinkNote> links;
 };
 
 // Written once per slot by the thread that calls getCollInfo (state 0 -> 1 -> 2), read by the control

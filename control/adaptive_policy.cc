@@ -15,7 +15,7 @@ class Adaptive final : public Policy {
       it = comms_.emplace(in.commId, adapt::CommPolicy(in.commId, in.nRanks, in.nNodes, params_, emit_)).first;
     evidence_.clear();
     if (in.reports != nullptr)
-      for (const Report& r : *in.reports) evidence_.push_back({r.memberId, r.samples, r.sights});
+      for (const Report& r : *in.reports) evidence_.push_back({r.memberId, r.samples, r.sights, r.links});
     adapt::PolicyStep step = it->second.decide(in.index, in.boundary, in.spacing, evidence_);
     return {std::move(step.rules), std::move(step.reason), step.spacing};
   }

@@ -140,6 +140,7 @@ void Client::tick() {
       Report r{m->commId(), m->memberId(), p - 1, m->passedSeq.load(std::memory_order_relaxed),
                static_cast<uint64_t>(std::max<int64_t>(0, at - prev)),
                {},
+               {},
                {}};
       if (fill_) fill_(*m, &r);
       session_->send(MsgType::Report, encode(r));

@@ -207,6 +207,17 @@ std::vector<uint8_t> encode(const Report& m) {
     for (const auto& row : s.cost)
       for (float f : row) w.u32(std::bit_cast<uint32_t>(f));
   }
+  size_t nl = std::min(m.links.size(), kMaxReportLinks);
+  w.u32(static_cast<uint32_t>(nl));
+  for (size_t i = 0; i < nl; ++i) {
+    const adapt::LinkNote& l = m.links[i];
+    std::string_view name(l.link.data(), std::min(l.link.size(), adapt::kMaxLinkName));
+    w.u8(static_cast<uint8_t>(name.size()));
+    w.bytes(asBytes(name));
+    w.u8(l.state);
+    w.u32(std::bit_cast<uint32_t>(l.capacityRatio));
+    w.u32(std::bit_cast<uint32_t>(l.errorsPerSec));
+  }
   return w.take();
 }
 bool decode(std::span<const uint8_t> p, Report* m) {
@@ -240,6 +251,21 @@ bool decode(std::span<const uint8_t> p, Report* m) {
         f = std::bit_cast<float>(bits);
         if (!std::isfinite(f)) return false;
       }
+  }
+  if (!r.u32(&n) || n > kMaxReportLinks) return false;
+  m->links.assign(n, {});
+  for (adapt::LinkNote& l : m->links) {
+    uint8_t len;
+    uint32_t cap, err;
+    if (!r.u8(&len) || len > adapt::kMaxLinkName) return false;
+    l.link.assign(len, '\0');
+    if (!r.bytes(reinterpret_cast<uint8_t*>(l.link.data()), len)) return false;
+    for (char c : l.link)
+      if (c < 0x20 || c > 0x7e) return false;  // printable ASCII only: it goes into logs
+    if (!r.u8(&l.state) || l.state < 1 || l.state > 2 || !r.u32(&cap) || !r.u32(&err)) return false;
+    l.capacityRatio = std::bit_cast<float>(cap);
+    l.errorsPerSec = std::bit_cast<float>(err);
+    if (!std::isfinite(l.capacityRatio) || !std::isfinite(l.errorsPerSec)) return false;
   }
   return r.done();
 }

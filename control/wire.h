@@ -96,7 +96,9 @@ struct Report {
   // the rest follow in later reports) and NCCL's cost tables first seen since then.
   std::vector<adapt::Sample> samples;
   std::vector<adapt::Sight> sights;
+  std::vector<adapt::LinkNote> links;  // this host's unhealthy links now (at most kMaxReportLinks)
 };
+inline constexpr size_t kMaxReportLinks = 16;  // <= 79 bytes each
 inline constexpr size_t kMaxReportSamples = 2000;  // 24 bytes each
 inline constexpr size_t kMaxReportSights = 64;     // 94 bytes each; with the samples well under kMaxFrameBytes
 struct Verdict {

@@ -5,9 +5,12 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <set>
 
 #include "control/control_plane.h"
 #include "control/member.h"
+#include "telemetry/collectors/collector_set.h"
 #include "control/rendezvous.h"
 #include "runtime/log.h"
 
@@ -101,7 +104,15 @@ Runtime::Runtime(const EnvSource& env)
                                  {"WIREWISE_SYNC_TIMEOUT_MS", std::to_string(settings_.syncTimeoutMs)},
                                  {"WIREWISE_JOIN_TIMEOUT_MS", std::to_string(settings_.joinTimeoutMs)},
                                  {"WIREWISE_POLICY", settings_.policy},
-                                 {"WIREWISE_BOUNDARY_SPACING", std::to_string(settings_.boundarySpacing)}};
+                                 {"WIREWISE_BOUNDARY_SPACING", std::to_string(settings_.boundarySpacing)},
+                                 {"WIREWISE_PROBE_SPACING", std::to_string(settings_.probeSpacing)},
+                                 {"WIREWISE_EXPLORE_SHARE", std::to_string(settings_.exploreShare)},
+                                 {"WIREWISE_SWITCH_GAIN", std::to_string(settings_.switchGain)},
+                                 {"WIREWISE_DETECT_DRIFT", std::to_string(settings_.detectDrift)},
+                                 {"WIREWISE_DETECT_THRESHOLD", std::to_string(settings_.detectThreshold)},
+                                 {"WIREWISE_COLLECT_MS", std::to_string(settings_.collectMs)},
+                                 {"WIREWISE_CUPTI", settings_.cupti ? "on" : "off"},
+                                 {"WIREWISE_SYSFS_ROOT", settings_.sysfsRoot}};
   if (settings_.sync != SyncMode::Off) {
     control::Rendezvous rv = control::resolveRendezvous(env);
     if (!rv.problem.empty()) WW_WARN(NCCL_INIT | NCCL_ENV, "%s", rv.problem.c_str());
@@ -132,6 +143,26 @@ Runtime::Runtime(const EnvSource& env)
   }
   lastSummary_ = std::chrono::steady_clock::now();
   thread_ = std::thread([this] { run(); });
+
+  if (settings_.mode != Mode::Off && settings_.collectMs > 0) {
+    try {
+      collectors::CollectorConfig cc;
+      cc.sysfsRoot = settings_.sysfsRoot;
+      cc.cupti = settings_.cupti;
+      cc.periodMs = static_cast<uint32_t>(settings_.collectMs);
+      if (const char* hca = env("NCCL_IB_HCA"); hca && *hca) cc.ibHca = hca;
+      collectors_ = collectors::CollectorSet::create(cc, [](const std::string& line) {
+        WW_INFO(NCCL_INIT | NCCL_NET, "collectors: %s", line.c_str());
+      });
+      WW_INFO(NCCL_INIT | NCCL_NET, "link collectors every %lld ms: %s", static_cast<long long>(settings_.collectMs),
+              collectors_->statusLine().c_str());
+      log_.post({{"event", "collectors"}, {"period_ms", settings_.collectMs}, {"status", collectors_->statusLine()}});
+      sampler_ = std::thread([this] { sampleLoop(); });
+    } catch (const std::exception& e) {
+      collectors_.reset();
+      WW_WARN(NCCL_INIT | NCCL_NET, "link collectors could not start (%s); continuing without link health", e.what());
+    }
+  }
 }
 
 control::ControlPlane* Runtime::controlPlane() {
@@ -227,6 +258,69 @@ void Runtime::stopThread() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(samplerMu_);
+    samplerStop_ = true;
+  }
+  samplerCv_.notify_all();
+  if (sampler_.joinable()) sampler_.join();
+}
+
+void Runtime::sampleLoop() {
+  // Link states already logged, so that a change is logged once, when it happens.
+  std::map<std::string, int> states;
+  std::set<std::string> everUp;  // a link that was never up (an unused port) is not news when down
+  auto lastFull = std::chrono::steady_clock::time_point{};
+  std::unique_lock<std::mutex> lock(samplerMu_);
+  while (!samplerStop_) {
+    lock.unlock();
+    try {
+      auto now = std::chrono::steady_clock::now();
+      collectors_->sample(now);
+      collectors::LinkHealthSnapshot snap = collectors_->snapshot();
+      nlohmann::json changed = nlohmann::json::array();
+      std::vector<adapt::LinkNote> notes;
+      for (const auto& l : snap.links) {
+        int st = static_cast<int>(l.state);
+        auto [it, fresh] = states.try_emplace(l.id, st);
+        if (fresh || it->second != st) changed.push_back(collectors::toJson(l));
+        it->second = st;
+        if (l.state == collectors::LinkState::kUp) everUp.insert(l.id);
+        bool degraded = l.state == collectors::LinkState::kDegraded;
+        bool lost = l.state == collectors::LinkState::kDown && everUp.count(l.id);
+        if ((degraded || lost) && notes.size() < control::kMaxReportLinks) {
+          adapt::LinkNote n;
+          n.link = (host_ + "/" + l.id).substr(0, adapt::kMaxLinkName);
+          for (char& c : n.link)
+            if (c < 0x20 || c > 0x7e) c = '?';
+          n.state = degraded ? 1 : 2;
+          n.capacityRatio = l.bestNominalBps > 0 ? static_cast<float>(l.nominalBps / l.bestNominalBps) : 1.0f;
+          n.errorsPerSec = static_cast<float>(l.errorsPerSec);
+          notes.push_back(std::move(n));
+        }
+      }
+      {
+        std::lock_guard<std::mutex> links(linksMu_);
+        linkNotes_ = std::move(notes);
+      }
+      if (now - lastFull >= std::chrono::milliseconds(settings_.summaryMs)) {
+        nlohmann::json ev = collectors::toJson(snap);
+        ev["reason"] = "periodic";
+        log_.post(std::move(ev));
+        lastFull = now;
+      } else if (!changed.empty()) {
+        nlohmann::json ev = collectors::toJson(snap);
+        ev["links"] = std::move(changed);
+        ev["reason"] = "changed";
+        log_.post(std::move(ev));
+      }
+    } catch (const std::exception& e) {
+      WW_WARN(NCCL_NET, "link collectors failed (%s); link health stops here", e.what());
+      return;
+    }
+    lock.lock();
+    samplerCv_.wait_for(lock, std::chrono::milliseconds(settings_.collectMs), [this] { return samplerStop_; });
+  }
 }
 
 void Runtime::addSink(EventSink* sink) {
@@ -247,6 +341,10 @@ void Runtime::removeSink(EventSink* sink) {
 }
 
 void Runtime::fillReport(control::Member& m, control::Report* r) {
+  {
+    std::lock_guard<std::mutex> links(linksMu_);
+    r->links = linkNotes_;
+  }
   if (m.sights) {
     for (int c = 0; c < kNumCollTypes; ++c)
       for (int b = 0; b < SizeBuckets::kCount && r->sights.size() < control::kMaxReportSights; ++b) {

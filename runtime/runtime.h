@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "adaptive/config.h"
+#include "adaptive/evidence_types.h"
 #include "runtime/settings.h"
 #include "telemetry/adaptation_log.h"
 #include "telemetry/aggregator.h"
@@ -27,6 +28,9 @@
 
 namespace wirewise {
 
+namespace collectors {
+class CollectorSet;
+}
 namespace control {
 class ControlPlane;
 class Member;
@@ -100,6 +104,18 @@ class Runtime {
   std::mutex controlMu_;
   bool controlStarted_ = false;
   std::unique_ptr<control::ControlPlane> control_;
+
+  // Link collectors (docs/telemetry.md) on their own sampler thread: a pass may block on sysfs or NVML
+  // for milliseconds, which must never delay draining the profiler sinks.
+  void sampleLoop();
+  std::unique_ptr<collectors::CollectorSet> collectors_;
+  std::mutex samplerMu_;
+  std::condition_variable samplerCv_;
+  bool samplerStop_ = false;
+  std::thread sampler_;
+  // This host's unhealthy links as of the last pass, for the coordinator (fillReport).
+  std::mutex linksMu_;
+  std::vector<adapt::LinkNote> linkNotes_;
 };
 
 }  // namespace wirewise

@@ -58,6 +58,12 @@ constexpr SettingDoc kDocs[] = {
      "net face: TCP connections per rail in every send/receive connection"},
     {"WIREWISE_NET_CHUNK_KB", "int", "256", "4 .. 1048576",
      "net face: messages larger than this many KiB are striped across rails in chunks of this size"},
+    {"WIREWISE_COLLECT_MS", "int", "1000", "0, or 100 .. 600000",
+     "link collectors (IB/RoCE, netdev, TCP, NVML): sampling period in milliseconds; 0 turns them off"},
+    {"WIREWISE_CUPTI", "enum", "off", "off, on",
+     "CUPTI kernel timing (docs/telemetry.md): off by default because CUPTI admits one client per process"},
+    {"WIREWISE_SYSFS_ROOT", "path", "/sys", "a directory",
+     "where the link collectors read sysfs (containers that mount the host's sysfs elsewhere; tests)"},
 };
 
 std::string describe(const SettingDoc& d) { return std::string(d.name) + " (" + d.range + ")"; }
@@ -172,6 +178,23 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
   readInt(env, "WIREWISE_NET_STREAMS", 1, 16, &s.netStreams, warnings);
   readInt(env, "WIREWISE_NET_CHUNK_KB", 4, 1 << 20, &s.netChunkKb, warnings);
   readInt(env, "WIREWISE_PROBE_SPACING", 8, 1 << 20, &s.probeSpacing, warnings);
+  readInt(env, "WIREWISE_COLLECT_MS", 0, 600000, &s.collectMs, warnings);
+  if (s.collectMs > 0 && s.collectMs < 100) {
+    warnings->push_back("ignoring WIREWISE_COLLECT_MS=" + std::to_string(s.collectMs) +
+                        ": accepted range is 0, or 100 .. 600000; using the default 1000");
+    s.collectMs = 1000;
+  }
+  if (const char* c = env("WIREWISE_CUPTI"); c && *c) {
+    std::string v(c);
+    if (v == "on" || v == "1")
+      s.cupti = true;
+    else if (v == "off" || v == "0")
+      s.cupti = false;
+    else
+      warnings->push_back("ignoring WIREWISE_CUPTI=\"" + v + "\": accepted values are " +
+                          describe(docOf("WIREWISE_CUPTI")) + "; using the default off");
+  }
+  if (const char* r = env("WIREWISE_SYSFS_ROOT"); r && *r) s.sysfsRoot = r;
   readReal(env, "WIREWISE_EXPLORE_SHARE", 0, 0.2, &s.exploreShare, warnings);
   readReal(env, "WIREWISE_SWITCH_GAIN", 0, 0.5, &s.switchGain, warnings);
   readReal(env, "WIREWISE_DETECT_DRIFT", 0.001, 0.5, &s.detectDrift, warnings);

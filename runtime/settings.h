@@ -45,6 +45,9 @@ struct Settings {
   double switchGain = 0.03;        // WIREWISE_SWITCH_GAIN
   double detectDrift = 0.03;       // WIREWISE_DETECT_DRIFT
   double detectThreshold = 0.12;   // WIREWISE_DETECT_THRESHOLD
+  int64_t collectMs = 1000;        // WIREWISE_COLLECT_MS; 0: no link collectors
+  bool cupti = false;              // WIREWISE_CUPTI
+  std::string sysfsRoot = "/sys";  // WIREWISE_SYSFS_ROOT
   int64_t netStreams = 1;          // WIREWISE_NET_STREAMS
   int64_t netChunkKb = 256;        // WIREWISE_NET_CHUNK_KB
 };

@@ -86,6 +86,8 @@ PluginEnv::PluginEnv(const std::string& logPath, const std::optional<std::string
   set("WIREWISE_LOG", logPath_);
   set("WIREWISE_SYNC", sync_.value);
   set("WIREWISE_POLICY", policy_.value);
+  // The simulated cluster has no link collectors: this machine's own links must not pose as its evidence.
+  if (!envValue("WIREWISE_COLLECT_MS")) set("WIREWISE_COLLECT_MS", "0");
   if (sync_.value != "off" && !envValue("WIREWISE_COORDINATOR")) {
     if (const int port = freeLoopbackPort(); port > 0) {
       set("WIREWISE_COORDINATOR", "127.0.0.1:" + std::to_string(port));

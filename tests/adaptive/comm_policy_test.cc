@@ -137,6 +137,8 @@ class FakeCluster {
   // choice changed runs differently on the two members.
   bool lateApply = false;
   uint64_t mixed = 0;  // collectives that ran differently on the members
+  // Unhealthy links member 100's host reports with verdict v's interval (none when unset).
+  std::function<std::vector<LinkNote>(uint64_t)> linksAt;
 
  private:
   // The members' reports of verdict v's interval: two members, the late one (it alternates) measures the
@@ -146,6 +148,7 @@ class FakeCluster {
     m[0].memberId = 100, m[1].memberId = 101;
     if (first)
       for (const Traffic& t : traffic_) m[0].sights.push_back(t.sight());
+    if (linksAt) m[0].links = linksAt(v.index);
     std::set<int> probed;
     for (const ProbeRange& p : v.step.probes) probed.insert(SizeBuckets::index(p.rule.minBytes));
     v.ran.assign(traffic_.size(), {});
@@ -815,6 +818,63 @@ TEST(CommPolicy, OutOfBudgetAlarmIsDeferred) {
   const uint64_t at = d["index"].get<uint64_t>();
   EXPECT_EQ(r.runs(at, 0), fastest(r.cluster, 0, 0));
   EXPECT_NE(d["reason"].get<std::string>().find("budget"), std::string::npos) << d.dump();
+}
+
+}  // namespace
+}  // namespace wirewise::adapt
+
+namespace wirewise::adapt {
+namespace {
+
+// ring/simple (the calibrated incumbent) gets 8% slower at verdict 40: below what one observation can
+// alarm on, so the CUSUM needs several, unless a link went unhealthy at the same time.
+struct MildSlowdown {
+  uint64_t faultAt = 40;
+  double operator()(uint64_t v, size_t t, Choice c) const {
+    ScenarioA a;
+    double x = a(v, t, c);
+    return v >= faultAt && pairOf(c) == std::pair{kAlgoRing, kProtoSimple} ? x * 1.08 : x;
+  }
+};
+
+uint64_t firstAlarm(const Sim& s, uint64_t from) {
+  auto alarms = s.adapt("alarm", from);
+  return alarms.empty() ? UINT64_MAX : alarms[0]["index"].get<uint64_t>();
+}
+
+TEST(CommPolicy, ANewUnhealthyLinkRaisesSuspicionAtOnce) {
+  MildSlowdown truth;
+  Sim plain({trafficA()}, truth);
+  plain.until(120);
+  Sim linked({trafficA()}, truth);
+  LinkNote nic{"nodeB/mlx5_1:1", 1, 0.25f, 0.0f};
+  linked.cluster.linksAt = [&](uint64_t v) {
+    return v >= truth.faultAt ? std::vector<LinkNote>{nic} : std::vector<LinkNote>{};
+  };
+  linked.until(120);
+  const uint64_t a = firstAlarm(plain, truth.faultAt), b = firstAlarm(linked, truth.faultAt);
+  std::printf("8%% slowdown at verdict %llu: alarm at %llu without link evidence, %llu with\n",
+              static_cast<unsigned long long>(truth.faultAt), static_cast<unsigned long long>(a),
+              static_cast<unsigned long long>(b));
+  ASSERT_NE(b, UINT64_MAX);
+  EXPECT_LT(b, a);  // sooner with the link's evidence
+  auto alarms = linked.adapt("alarm", truth.faultAt);
+  ASSERT_FALSE(alarms.empty());
+  EXPECT_TRUE(alarms[0]["suspected"].get<bool>());
+  ASSERT_EQ(alarms[0]["links"].size(), 1u) << alarms[0].dump();
+  EXPECT_EQ(alarms[0]["links"][0], "nodeB/mlx5_1:1 degraded, 25% of its speed");
+  EXPECT_NE(alarms[0]["reason"].get<std::string>().find("link turned unhealthy"), std::string::npos);
+  // And without any link evidence the field is present and empty.
+  for (const json& e : plain.adapt()) EXPECT_TRUE(e["links"].empty());
+}
+
+TEST(CommPolicy, AKnownUnhealthyLinkDoesNotLowerTheBarForever) {
+  // A link unhealthy from the start (and staying so) is no news: noise alone must not alarm.
+  ScenarioA truth;
+  Sim s({trafficA()}, truth);
+  s.cluster.linksAt = [](uint64_t) { return std::vector<LinkNote>{{"nodeA/eth1", 2, 1.0f, 3.0f}}; };
+  s.until(400);
+  EXPECT_TRUE(s.adapt("alarm").empty());
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ Sample sample(uint64_t seq, uint32_t ns, int algo = kAlgoRing, int proto = kProt
           static_cast<uint8_t>(ch)};
 }
 
-MemberEvidence member(uint64_t id, std::vector<Sample> samples) { return {id, std::move(samples), {}}; }
+MemberEvidence member(uint64_t id, std::vector<Sample> samples) { return {id, std::move(samples), {}, {}}; }
 
 TEST(Evidence, ChoiceNameAndDecision) {
   EXPECT_EQ(choiceName({kAlgoRing, kProtoSimple, 16}), "ring/simple/16");

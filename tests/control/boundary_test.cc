@@ -23,7 +23,7 @@ class CountingPolicy : public Policy {
 };
 
 Report rep(uint64_t member, const Verdict& v, uint64_t elapsedUs = 1000) {
-  return {0x1, member, v.index, v.boundary, elapsedUs, {}, {}};
+  return {0x1, member, v.index, v.boundary, elapsedUs, {}, {}, {}};
 }
 
 TEST(Boundary, Verdict0OnlyWhenAllJoin) {

@@ -41,13 +41,13 @@ TEST(Wire, MessagesRoundTrip) {
   EXPECT_EQ(j2.commId, 1u);
   EXPECT_EQ(j2.nNodes, 2u);
   EXPECT_EQ(j2.nextVerdict, 7u);
-  Report r{1, 2, 3, 4, 5, {}, {}}, r2;
+  Report r{1, 2, 3, 4, 5, {}, {}, {}}, r2;
   ASSERT_TRUE(decode(encode(r), &r2));
   EXPECT_EQ(r2.elapsedUs, 5u);
 }
 
 Report evidenceReport() {
-  Report r{1, 2, 3, 4, 5, {}, {}};
+  Report r{1, 2, 3, 4, 5, {}, {}, {}};
   r.samples.push_back({17, 26214400, 412345, 4, 0, 2, 11});
   r.samples.push_back({18, 4096, 27000, 4, 0, 0, 16});
   adapt::Sight s;
@@ -57,6 +57,8 @@ Report evidenceReport() {
   for (int a = 0; a < kNumAlgos; ++a)
     for (int p = 0; p < kNumProtos; ++p) s.cost[a][p] = a == 2 ? -1.0f : 100.0f + static_cast<float>(a * 3 + p);
   r.sights.push_back(s);
+  r.links.push_back({"node1/mlx5_3:1", 1, 0.25f, 0.0f});
+  r.links.push_back({"node1/gpu5:nvlink2", 2, 1.0f, 12.5f});
   return r;
 }
 
@@ -65,6 +67,7 @@ TEST(Wire, ReportsCarryTheirEvidence) {
   ASSERT_TRUE(decode(encode(r), &r2));
   EXPECT_EQ(r2.samples, r.samples);
   EXPECT_EQ(r2.sights, r.sights);
+  EXPECT_EQ(r2.links, r.links);
   // Every truncation fails, and so does a trailing byte.
   auto p = encode(r);
   for (size_t n = 0; n < p.size(); ++n) EXPECT_FALSE(decode(std::span<const uint8_t>(p.data(), n), &r2)) << n;
@@ -81,17 +84,26 @@ TEST(Wire, ReportsCarryTheirEvidence) {
   bad = evidenceReport();
   bad.sights[0].cost[1][1] = std::numeric_limits<float>::infinity();
   EXPECT_FALSE(decode(encode(bad), &r2));
+  bad = evidenceReport();
+  bad.links[0].state = 0;  // only degraded (1) and down (2) travel
+  EXPECT_FALSE(decode(encode(bad), &r2));
+  bad = evidenceReport();
+  bad.links[1].link = "node1/eth0\nforged log line";
+  EXPECT_FALSE(decode(encode(bad), &r2));
 }
 
 TEST(Wire, ReportsBeyondTheCapsAreCutAndStillFitAFrame) {
   Report r = evidenceReport();
   r.samples.assign(kMaxReportSamples + 100, r.samples[0]);
   r.sights.assign(kMaxReportSights + 5, r.sights[0]);
+  r.links.assign(kMaxReportLinks + 3, {std::string(200, 'x'), 1, 0.5f, 0.0f});
   auto p = encode(r);
   Report r2;
   ASSERT_TRUE(decode(p, &r2));
   EXPECT_EQ(r2.samples.size(), kMaxReportSamples);
   EXPECT_EQ(r2.sights.size(), kMaxReportSights);
+  ASSERT_EQ(r2.links.size(), kMaxReportLinks);
+  EXPECT_EQ(r2.links[0].link.size(), adapt::kMaxLinkName);
   EXPECT_LE(p.size() + kHeaderBytes + kMacBytes + 4, kMaxFrameBytes);
 }
 
@@ -121,7 +133,7 @@ TEST(Wire, AuthenticatedFramesPassInOrderAcrossArbitrarySplits) {
   Pair p;
   std::vector<uint8_t> stream;
   for (uint64_t c = 1; c <= 5; ++c) {
-    auto f = encodeFrame(MsgType::Report, c, encode(Report{c, 0, 0, 0, 0, {}, {}}), &p.keys.toServer);
+    auto f = encodeFrame(MsgType::Report, c, encode(Report{c, 0, 0, 0, 0, {}, {}, {}}), &p.keys.toServer);
     stream.insert(stream.end(), f.begin(), f.end());
   }
   int got = 0;
