@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "adaptive/buckets.h"
+#include "adaptive/table_json.h"
 
 namespace wirewise::adapt {
 namespace {
@@ -41,17 +42,6 @@ TableRule ruleFor(int coll, int bucket, Decision d) {
   return {coll, SizeBuckets::lowerEdge(bucket), hi == UINT64_MAX ? UINT64_MAX : hi - 1, d};
 }
 
-nlohmann::json rangesJson(const std::vector<TableRule>& rules) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const TableRule& r : rules)
-    out.push_back({{"coll", r.coll >= 0 ? std::string(collName(static_cast<CollType>(r.coll))) : "any"},
-                   {"min_bytes", r.minBytes},
-                   {"max_bytes", r.maxBytes},
-                   {"algo", std::string(algoName(r.decision.algo))},
-                   {"proto", std::string(protoName(r.decision.proto))},
-                   {"channels", r.decision.nChannels}});
-  return out;
-}
 
 double round1(double x) { return std::round(x * 10) / 10; }
 
@@ -557,7 +547,7 @@ PolicyStep CommPolicy::decide(uint64_t index, uint64_t boundary, uint64_t spacin
     char digest[24];
     std::snprintf(digest, sizeof digest, "%016" PRIx64, table->digest());
     nlohmann::json probes = nlohmann::json::array();
-    for (const ProbeRange& p : out.probes) probes.push_back(rangesJson({p.rule})[0]);
+    for (const ProbeRange& p : out.probes) probes.push_back(rangesJson(std::span<const TableRule>(&p.rule, 1))[0]);
     std::vector<TableRule> ranges = table->ranges();
     emit({{"event", "table"},
           {"source", "coordinator"},

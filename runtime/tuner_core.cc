@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "adaptive/decision_table.h"
+#include "adaptive/table_json.h"
 #include "control/boundary.h"
 #include "control/control_plane.h"
 #include "control/member.h"
@@ -138,18 +139,6 @@ uint64_t memberIdOf(const std::string& host, const void* context) {
   return id;
 }
 
-nlohmann::json rangesJson(const DecisionTable& t) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& r : t.ranges()) {
-    out.push_back({{"coll", r.coll >= 0 ? std::string(collName(static_cast<CollType>(r.coll))) : "any"},
-                   {"min_bytes", r.minBytes},
-                   {"max_bytes", r.maxBytes},
-                   {"algo", std::string(algoName(r.decision.algo))},
-                   {"proto", std::string(protoName(r.decision.proto))},
-                   {"channels", r.decision.nChannels}});
-  }
-  return out;
-}
 
 void publish(Runtime& rt, TunerComm& c, std::shared_ptr<const DecisionTable> t, const std::string& source) {
   c.owned.push_back(t);
@@ -162,7 +151,7 @@ void publish(Runtime& rt, TunerComm& c, std::shared_ptr<const DecisionTable> t, 
             {"reason", t->reason()},
             {"source", source},
             {"digest", digest},
-            {"ranges", rangesJson(*t)}});
+            {"ranges", rangesJson(t->ranges())}});
 }
 
 }  // namespace
