@@ -142,7 +142,14 @@ void Client::tick() {
                {},
                {},
                {}};
-      if (fill_) fill_(*m, &r);
+      // Evidence is optional: a report without it still lets the boundary move on.
+      if (fill_) {
+        try {
+          fill_(*m, &r);
+        } catch (const std::exception&) {
+          r.samples.clear(), r.sights.clear(), r.links.clear();
+        }
+      }
       session_->send(MsgType::Report, encode(r));
     }
   }

@@ -1,5 +1,6 @@
 // The coordinator's boundary state machine: joins, verdict 0, observe-only, report waits, spacing, and
 // an exhaustive sweep over member counts and join/report orders.
+#include "control/adaptive_policy.h"
 #include "control/boundary.h"
 
 #include <gtest/gtest.h>
@@ -217,6 +218,41 @@ TEST(Policy, KeepStaticDistributesTheStaticRules) {
   auto out = p->decide({1, 16, 2, 3, 0, 0, &none});
   ASSERT_EQ(out.rules.size(), 1u);
   EXPECT_EQ(out.rules[0].maxBytes, 16u);
+}
+
+TEST(AdaptivePolicy, AFailingPolicyFallsBackToNcclsChoicesOnEveryRank) {
+  // The policy's log sink throws on its first event (calibration of the one bucket): the coordinator must
+  // still issue a verdict, the same for everyone, and keep doing so.
+  int calls = 0;
+  auto policy = makeAdaptivePolicy({}, [&](nlohmann::json) {
+    ++calls;
+    throw std::runtime_error("log sink failed \xff");
+  });
+  std::vector<Report> reports(2);
+  for (size_t m = 0; m < reports.size(); ++m) {
+    reports[m].memberId = m + 1;
+    adapt::Sight s;
+    s.coll = 4;
+    s.bucket = static_cast<uint8_t>(SizeBuckets::index(1 << 20));
+    for (auto& row : s.cost)
+      for (float& f : row) f = -1.0f;
+    s.cost[kAlgoRing][kProtoLL128] = 10.0f;
+    s.cost[kAlgoRing][kProtoSimple] = 12.0f;
+    reports[m].sights.push_back(s);
+    for (uint64_t q = 0; q < 64; ++q)
+      reports[m].samples.push_back({q, 1 << 20, 50000, 4, kAlgoRing, kProtoLL128, 16});
+  }
+  bool failedOnce = false;
+  for (uint64_t k = 0; k < 20; ++k) {
+    PolicyOutput out = policy->decide({9, 2, 1, k, 64 + 32 * k, 32, &reports});
+    if (out.reason.rfind("adaptive policy stopped", 0) == 0) {
+      failedOnce = true;
+      EXPECT_TRUE(out.rules.empty());
+      for (char c : out.reason) EXPECT_TRUE(c >= 0x20 && c <= 0x7e) << out.reason;
+    }
+  }
+  EXPECT_TRUE(failedOnce);
+  EXPECT_EQ(calls, 1);  // stopped for good after the failure
 }
 
 }  // namespace
