@@ -131,9 +131,7 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
     if (b.accN < std::max(p_.minSamples, kMinDetectSamples)) continue;
     double x = b.accLog / b.accN;
     b.accLog = 0, b.accN = 0;
-    b.lastObsLog[1] = b.lastObsLog[0];
-    b.lastObsLog[0] = x;
-    ++b.lastObsCount;
+    b.lastObsLog = x;
     double up = b.det.upper(), down = b.det.lower(), base = b.det.baseline();
     Shift s = b.det.observe(x);
     if (s == Shift::None && index < b.suspectUntil && b.det.calibrated() &&
@@ -159,13 +157,9 @@ uint64_t CommPolicy::probeLength(const Bucket& b, uint64_t spacing) const {
 }
 
 double CommPolicy::busBw(const Bucket& b, double us) const {
-  // nccl-tests' bus bandwidth (the same factors as telemetry/aggregator.cc): GB/s.
-  double n = nRanks_, f = 1;
-  if (b.coll == static_cast<int>(CollType::AllReduce)) f = n > 1 ? 2 * (n - 1) / n : 1;
-  if (b.coll == static_cast<int>(CollType::AllGather) || b.coll == static_cast<int>(CollType::ReduceScatter))
-    f = n > 1 ? (n - 1) / n : 1;
   double bytes = b.colls > 0 ? b.bytesSum / static_cast<double>(b.colls) : 0;
-  return us > 0 ? round1(bytes / (us * 1e3) * f) : 0;
+  return round1(busBandwidthGBs(b.coll, static_cast<uint64_t>(bytes), static_cast<uint64_t>(us * 1e3),
+                                static_cast<int>(nRanks_)));
 }
 
 nlohmann::json CommPolicy::linksJson() const {
@@ -196,10 +190,8 @@ void CommPolicy::emit(nlohmann::json ev, uint64_t index, uint64_t boundary) cons
 
 void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   const Choice inc = *b.ran;
-  auto old = b.est.find(inc);
-  (void)old;
   b.beforeLog = b.det.baseline();  // the estimate itself has already followed the change
-  const double now = b.lastObsLog[0];
+  const double now = b.lastObsLog;
   ++b.epoch;
   b.est[inc] = {now, p_.minSamples, b.epoch};
   b.stage = Stage::Pairs;
@@ -335,7 +327,6 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   const double startLog = startEst != b.est.end() && startEst->second.epoch == b.epoch ? startEst->second.logUs : incLog;
   double beforeLog = episode ? b.beforeLog : startLog;
   const double afterLog = b.est[*b.ran].logUs;
-  b.refLog = afterLog;
   if (!b.quick) {
     Memory m{{}, *b.ran, index};
     for (const auto& [c, s] : b.est)
@@ -421,7 +412,7 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
       // Token bucket: episodes earn exploration time at exploreShare of the measured time, with a credit of
       // one episode's worth so that an early fault is not left alone. Calibration is bounded by construction
       // and not charged here (it is in exploredUs_).
-      if (!budgetAllows(b)) {
+      if (!budgetAllows()) {
         // Over budget: keep the incumbent; the detector keeps watching. Said once per budget shortage.
         if (!b.deferred) {
           b.deferred = true;
@@ -431,7 +422,7 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
                      {"from", decisionName(b.incumbent)},
                      {"to", decisionName(b.incumbent)},
                      {"before_us", round1(std::exp(b.det.baseline()))},
-                     {"after_us", round1(std::exp(b.lastObsLog[0]))},
+                     {"after_us", round1(std::exp(b.lastObsLog))},
                      {"links", linksJson()},
                      {"reason", "a change was detected but the exploration budget is spent (" +
                                     std::to_string(static_cast<long long>(exploredUs_)) + " us explored, " +
@@ -474,7 +465,7 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
       return false;
     }
   }
-  if (!b.queue.empty() && !budgetAllows(b)) {
+  if (!b.queue.empty() && !budgetAllows()) {
     b.queue.clear();  // out of budget: decide on what was measured
     if (b.pending.empty()) finishEpisode(b, index, boundary);
     return false;
@@ -498,8 +489,7 @@ std::vector<std::pair<int8_t, int8_t>> CommPolicy::topPairs(const Bucket& b, dou
   return out;
 }
 
-bool CommPolicy::budgetAllows(const Bucket& b) const {
-  (void)b;
+bool CommPolicy::budgetAllows() const {
   // The credit's unit is the comm's mean collective time: what one collective of its traffic costs.
   double unit = totalColls_ > 0 ? totalUs_ / static_cast<double>(totalColls_) : 0;
   return exploredUs_ <= p_.exploreShare * totalUs_ + kBurstCollectives * unit;

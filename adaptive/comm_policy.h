@@ -95,8 +95,7 @@ class CommPolicy {
     std::optional<Choice> former;
     double accLog = 0;
     int accN = 0;
-    double lastObsLog[2] = {0, 0};
-    int lastObsCount = 0;
+    double lastObsLog = 0;  // the latest detector observation (log µs): the incumbent's time at an alarm
     bool calibrated = false;
     uint64_t suspectUntil = 0;  // a new unhealthy link: alarm on any clear deviation before this verdict
     bool suspected = false;     // the pending alarm came from that suspicion
@@ -109,7 +108,6 @@ class CommPolicy {
     std::vector<Memory> memory;       // finished episodes, newest last
     double timeUs = 0, bytesSum = 0;
     double spentUs = 0;       // probe time of the current calibration or episode
-    double refLog = 0;        // the incumbent's time when it was last chosen
     uint64_t switchedAt = 0;  // verdict from which the incumbent is in force
     uint64_t colls = 0;
     int waitedIntervals = 0;
@@ -126,7 +124,7 @@ class CommPolicy {
   void finishEpisode(Bucket& b, uint64_t index, uint64_t boundary);
   bool needsConfirmation(Bucket& b);
   void provisionalSwitch(Bucket& b, uint64_t index, uint64_t boundary);
-  bool budgetAllows(const Bucket& b) const;
+  bool budgetAllows() const;
   std::vector<std::pair<int8_t, int8_t>> topPairs(const Bucket& b, double within) const;
   bool matchesPending(const Bucket& b, Choice c) const;
   uint64_t probeLength(const Bucket& b, uint64_t spacing) const;

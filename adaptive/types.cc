@@ -75,4 +75,20 @@ int parseColl(std::string_view s) {
   return lookupName(kCollNames, s);
 }
 
+double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks) noexcept {
+  if (durationNs == 0 || nRanks <= 0) return 0.0;
+  double n = nRanks;
+  double factor;
+  switch (coll) {
+    case static_cast<int>(CollType::Broadcast):
+    case static_cast<int>(CollType::Reduce): factor = 1.0; break;
+    case static_cast<int>(CollType::AllGather):
+    case static_cast<int>(CollType::ReduceScatter): factor = (n - 1) / n; break;
+    case static_cast<int>(CollType::AllReduce): factor = 2 * (n - 1) / n; break;
+    default: return 0.0;
+  }
+  // bytes per ns is GB/s (1e9 bytes per second), the unit nccl-tests prints.
+  return static_cast<double>(bytes) / static_cast<double>(durationNs) * factor;
+}
+
 }  // namespace wirewise

@@ -74,6 +74,10 @@ std::string_view algoName(int algo);        // "ring", ...; "any" for kAny; "?" 
 std::string_view protoName(int proto);      // "simple", ...
 int parseAlgo(std::string_view s);          // case-insensitive NCCL names; kAny for "-1"/"any"/"default"; -2 bad
 int parseProto(std::string_view s);         // same convention
-int parseColl(std::string_view s);          // 0..4, kAny for "-1"/"any"; -2 bad. Accepts NCCL spellings.
+int parseColl(std::string_view s);
+// nccl-tests' bus bandwidth in GB/s (bytes per ns) for nRanks ranks: factor AllReduce 2(n-1)/n;
+// AllGather, ReduceScatter (n-1)/n; Broadcast, Reduce 1. `bytes` is what the tuner saw (for
+// AllGather/ReduceScatter the total buffer). 0 for an unknown collective, no time or no ranks.
+double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks) noexcept;          // 0..4, kAny for "-1"/"any"; -2 bad. Accepts NCCL spellings.
 
 }  // namespace wirewise

@@ -227,8 +227,9 @@ ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableVi
   if (seq >= c->nextBoundary.load(std::memory_order_relaxed)) [[unlikely]] crossBoundary(*c, seq);
   if (c->mode != Mode::Apply) return ncclSuccess;
   const DecisionTable* t = c->table.load(std::memory_order_acquire);
-  if (c->sights != nullptr && table.valid()) noteSight(*c->sights, req, table);
-  if (t == nullptr || t->isNeutral() || !table.valid()) return ncclSuccess;
+  if (!table.valid()) return ncclSuccess;
+  if (c->sights != nullptr) noteSight(*c->sights, req, table);
+  if (t == nullptr || t->isNeutral()) return ncclSuccess;
   Decision d = t->lookup(req.collType, req.nBytes);
   if (d.keepsNccl()) return ncclSuccess;
   if (!req.costsKnown && (d.algo == kAny) != (d.proto == kAny)) return ncclSuccess;

@@ -10,21 +10,6 @@ namespace wirewise {
 
 // nccl-tests doc/PERFORMANCE.md: algbw = bytes / time; busbw = algbw x factor. For AllGather and
 // ReduceScatter nccl-tests' size is the whole (nRanks x per-rank) buffer, which is what `bytes` is here.
-double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks) noexcept {
-  if (durationNs == 0 || nRanks <= 0) return 0.0;
-  double n = nRanks;
-  double factor;
-  switch (coll) {
-    case static_cast<int>(CollType::Broadcast):
-    case static_cast<int>(CollType::Reduce): factor = 1.0; break;
-    case static_cast<int>(CollType::AllGather):
-    case static_cast<int>(CollType::ReduceScatter): factor = (n - 1) / n; break;
-    case static_cast<int>(CollType::AllReduce): factor = 2 * (n - 1) / n; break;
-    default: return 0.0;
-  }
-  // bytes per ns is GB/s (1e9 bytes per second), the unit nccl-tests prints.
-  return static_cast<double>(bytes) / static_cast<double>(durationNs) * factor;
-}
 
 void Aggregator::add(const CollSample& s) {
   if (s.coll < 0 || s.coll >= kNumCollTypes) return;

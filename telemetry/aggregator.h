@@ -8,13 +8,10 @@
 #include <tuple>
 #include <vector>
 
+#include "adaptive/types.h"  // busBandwidthGBs
 #include "telemetry/coll_sample.h"
 
 namespace wirewise {
-
-// nccl-tests' busbw factor for nRanks ranks: AllReduce 2(n-1)/n; AllGather, ReduceScatter (n-1)/n;
-// Broadcast, Reduce 1. `bytes` is what the tuner saw (for AllGather/ReduceScatter the total buffer).
-double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks) noexcept;
 
 struct SummaryRow {
   int coll = -1;
