@@ -75,10 +75,24 @@ bool CommPolicy::matchesPending(const Bucket& b, Choice c) const {
 
 void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index) {
   (void)index;
+  // Members' cost tables merge into one that enables only what every member enables (a choice disabled on
+  // one rank would leave that rank at NCCL's own pick: a divergence), at the worst member's cost. The merge
+  // does not depend on the order in which reports arrive.
   for (const MemberEvidence& m : evidence)
     for (const Sight& s : m.sights) {
       Bucket& b = bucketOf(s.coll, s.bucket);
-      if (!b.sight) b.sight = s;
+      if (!b.sight) {
+        b.sight = s;
+        continue;
+      }
+      b.sight->bytes = std::min(b.sight->bytes, s.bytes);
+      for (int a = 0; a < kNumAlgos; ++a)
+        for (int p = 0; p < kNumProtos; ++p) {
+          float& w = b.sight->cost[a][p];
+          const float v = s.cost[a][p];
+          const bool both = w >= 0 && w < CostTableView::kExcluded && v >= 0 && v < CostTableView::kExcluded;
+          w = both ? std::max(w, v) : -1.0f;
+        }
     }
   // Link health: the union of the members' unhealthy links. A link that was not unhealthy before raises
   // suspicion at once: every watched bucket alarms on its next observation that is off its baseline by

@@ -24,6 +24,8 @@ void CommAgreement::join(uint64_t memberId, int64_t nowMs) {
 
 void CommAgreement::report(const Report& r, int64_t nowMs) {
   if (verdicts_.empty() || observeOnly()) return;
+  // NCCL's cost tables count even in a report that comes too late for its verdict: each is sent only once.
+  if (members_.count(r.memberId)) guard_.observe(r.memberId, r.sights);
   if (r.index + 1 != verdicts_.size() || r.seq != verdicts_.back().boundary) return;  // stale or early
   if (!members_.count(r.memberId) || !pendingFrom_.insert(r.memberId).second) return;
   if (firstReportMs_ < 0) firstReportMs_ = nowMs;
@@ -59,6 +61,12 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
   }
   PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, prev.index + 1, prev.next, spacing, &pending_});
   if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
+  std::vector<TableRule> pins = guard_.pins(out.rules);
+  if (!pins.empty()) {
+    out.reason += (out.reason.empty() ? "" : "; ") + std::to_string(pins.size()) +
+                  " buckets pinned where ranks' NCCL defaults differ";
+    out.rules.insert(out.rules.begin(), pins.begin(), pins.end());
+  }
   uint64_t b = prev.next;
   issue({commId_, prev.index + 1, b, b + spacing, false, out.reason, out.rules});
   pending_.clear();

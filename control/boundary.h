@@ -6,6 +6,8 @@
 //     0 is observe-only: no table change and no further boundary, for every member, including late ones.
 //   - Verdict k+1 is issued once every member has reported passing B_k (deterministic mode), or once
 //     reportWaitMs has passed since the first such report (production: it decides on what it has).
+//   - Every verdict after verdict 0 carries the heterogeneity guard's pins in front of the policy's rules
+//     (heterogeneity_guard.h): members' reports say what NCCL's cost tables are on each rank.
 //   - Spacing: fixedSpacing in deterministic mode; otherwise from the slowest reported collective rate,
 //     aiming at targetMs of traffic per interval, never below kMinSpacing.
 #pragma once
@@ -14,6 +16,7 @@
 #include <set>
 #include <vector>
 
+#include "control/heterogeneity_guard.h"
 #include "control/policy.h"
 #include "control/wire.h"
 
@@ -47,6 +50,8 @@ class CommAgreement {
   bool observeOnly() const { return !verdicts_.empty() && verdicts_.front().observeOnly; }
   size_t joined() const { return members_.size(); }
   uint32_t nRanks() const { return nRanks_; }
+  // What the heterogeneity guard found or pinned since the last call (for the coordinator's log).
+  std::vector<std::string> takeNotes() { return guard_.takeNotes(); }
   // Milliseconds until tick() may next have something to do; -1: nothing pending.
   int64_t nextDeadlineMs(int64_t nowMs) const;
 
@@ -66,6 +71,7 @@ class CommAgreement {
   std::vector<Report> pending_;
   std::set<uint64_t> pendingFrom_;
   int64_t firstReportMs_ = -1;
+  HeterogeneityGuard guard_;
 };
 
 }  // namespace wirewise::control

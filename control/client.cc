@@ -82,7 +82,8 @@ void Client::connect() {
     if (stopped_) return;
     if (cec) return retryLater(cec.message());
     ++connects_;
-    if (warned_) log_(false, "control plane: reconnected to coordinator " + host_ + ":" + std::to_string(port_));
+    if (warned_ && log_)
+      log_(false, "control plane: reconnected to coordinator " + host_ + ":" + std::to_string(port_));
     warned_ = false;
     session_ = std::make_shared<Session>(std::move(*sock), jobKey_, false);
     std::weak_ptr<Session> weak = session_;
@@ -99,7 +100,7 @@ void Client::connect() {
 
 void Client::retryLater(const std::string& why) {
   if (stopped_) return;
-  if (!warned_)
+  if (!warned_ && log_)
     log_(true, "control plane: coordinator " + host_ + ":" + std::to_string(port_) + " unreachable (" + why +
                    "); retrying. Communicators keep their table and wait at their next boundary without a verdict");
   // A lost connection is retried at once (the coordinator is probably still there); then every kRetry.
@@ -131,6 +132,9 @@ void Client::onFrame(const Frame& f) {
 void Client::tick() {
   if (stopped_) return;
   if (session_ && session_->open()) {
+    // Members that passed a boundary since the last poll report together: one frame (one MAC, one write)
+    // for as many reports as fit.
+    std::vector<std::vector<uint8_t>> reports;
     for (auto& m : members_) {
       uint64_t p = m->passed.load(std::memory_order_acquire);
       if (p <= m->reported) continue;
@@ -150,8 +154,9 @@ void Client::tick() {
           r.samples.clear(), r.sights.clear(), r.links.clear();
         }
       }
-      session_->send(MsgType::Report, encode(r));
+      reports.push_back(encode(r));
     }
+    for (const std::vector<uint8_t>& batch : packReports(reports)) session_->send(MsgType::Reports, batch);
   }
   tick_.expires_after(kPoll);
   tick_.async_wait([this](boost::system::error_code ec) {

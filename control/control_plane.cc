@@ -1,5 +1,7 @@
 #include "control/control_plane.h"
 
+#include <fcntl.h>
+
 #include "control/adaptive_policy.h"
 
 #include <boost/asio/post.hpp>
@@ -30,6 +32,7 @@ ControlPlane::ControlPlane(ControlOptions opts) : opts_(std::move(opts)) {
       if (!ec) acc.set_option(tcp::acceptor::reuse_address(true), ec);
       if (!ec) acc.bind(ep, ec);
       if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
+      if (!ec) ::fcntl(acc.native_handle(), F_SETFD, FD_CLOEXEC);  // a started program must not hold the port
       if (!ec) {
         coordinator_ = std::make_unique<Coordinator>(io_, std::move(acc), opts_.jobKey, opts_.params, makePolicy(opts_),
                                                      opts_.staticRules, opts_.log);

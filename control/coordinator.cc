@@ -30,6 +30,9 @@ Coordinator::Coordinator(asio::io_context& io, tcp::acceptor acceptor, std::vect
       policy_(std::move(policy)),
       staticRules_(std::move(staticRules)),
       log_(std::move(log)) {
+  // Calling an empty LogFn throws; from tick() that would end the timer for good (no join timeout or
+  // production report wait would fire again, and the verdict just issued would not be sent).
+  if (!log_) log_ = [](bool, const std::string&) {};
   boost::system::error_code ec;
   port_ = acceptor_.local_endpoint(ec).port();
 }
@@ -114,14 +117,21 @@ void Coordinator::onFrame(const std::shared_ptr<Session>& s, const Frame& f) {
     flush(j.commId, c);
     return;
   }
-  if (f.type == MsgType::Report) {
-    Report r;
-    if (!decode(f.payload, &r)) return s->close("rejected: malformed report");
-    ++stats_.reports;
-    auto it = comms_.find(r.commId);
-    if (it == comms_.end()) return;
-    it->second.agreement->report(r, now);
-    flush(r.commId, it->second);
+  if (f.type == MsgType::Report || f.type == MsgType::Reports) {
+    batch_.clear();
+    if (f.type == MsgType::Report) {
+      batch_.emplace_back();
+      if (!decode(f.payload, &batch_.back())) return s->close("rejected: malformed report");
+    } else if (!decodeReports(f.payload, &batch_)) {
+      return s->close("rejected: malformed reports");
+    }
+    for (const Report& r : batch_) {
+      ++stats_.reports;
+      auto it = comms_.find(r.commId);
+      if (it == comms_.end()) continue;
+      it->second.agreement->report(r, now);
+      flush(r.commId, it->second);
+    }
     return;
   }
   if (f.type == MsgType::Leave) {
@@ -133,9 +143,13 @@ void Coordinator::onFrame(const std::shared_ptr<Session>& s, const Frame& f) {
 }
 
 void Coordinator::flush(uint64_t commId, Comm& c) {
-  (void)commId;
   auto fresh = c.agreement->takeNew();
   if (fresh.empty()) return;
+  // The guard's findings are made with the newest verdict: a WARN, since a rank-dependent default is the
+  // NVIDIA/nccl #1136 hang that the pin prevents.
+  for (const std::string& note : c.agreement->takeNotes())
+    log_(true, "coordinator: comm " + hex(commId) + ": " + note + "; from verdict " +
+                   std::to_string(fresh.back().index) + " at collective " + std::to_string(fresh.back().boundary));
   stats_.verdicts += fresh.size();
   for (const auto& v : fresh) {
     auto payload = encode(v);

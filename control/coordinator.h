@@ -63,6 +63,7 @@ class Coordinator {
   std::map<uint64_t, Comm> comms_;
   std::set<std::shared_ptr<Session>> sessions_;
   CoordinatorStats stats_;
+  std::vector<Report> batch_;  // the reports of the frame being handled
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 

@@ -1,5 +1,7 @@
 #include "control/session.h"
 
+#include <fcntl.h>
+
 #include <boost/asio/write.hpp>
 #include <random>
 
@@ -24,6 +26,10 @@ Session::Session(tcp::socket sock, std::vector<uint8_t> jobKey, bool server)
   auto ep = sock_.remote_endpoint(ec);
   peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
   sock_.set_option(tcp::no_delay(true), ec);
+  // Close-on-exec: a program the host process starts must not keep this connection open. It would hide a
+  // close from the peer (no FIN while a copy lives), and a member would wait on a dead connection.
+  int fd = sock_.native_handle();
+  if (int flags = ::fcntl(fd, F_GETFD); flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
 }
 
 void Session::start(OnFrame onFrame, OnClose onClose) {

@@ -1,6 +1,12 @@
 #include "control/sha256.h"
 
+#include <atomic>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 namespace wirewise::control {
 namespace {
@@ -19,9 +25,9 @@ inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
 }  // namespace
 
-Sha256::Sha256() : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+namespace detail {
 
-void Sha256::block(const uint8_t* p) {
+void sha256BlockPortable(uint32_t* h_, const uint8_t* p) {  // FIPS 180-4 §6.2.2
   uint32_t w[64];
   for (int i = 0; i < 16; ++i)
     w[i] = (uint32_t{p[4 * i]} << 24) | (uint32_t{p[4 * i + 1]} << 16) | (uint32_t{p[4 * i + 2]} << 8) | p[4 * i + 3];
@@ -52,6 +58,79 @@ void Sha256::block(const uint8_t* p) {
   h_[6] += g;
   h_[7] += h;
 }
+
+
+#if defined(__x86_64__)
+// The same compression with the x86 SHA extensions (Intel SHA-NI, also on AMD Zen): about an order of
+// magnitude fewer instructions, and HMAC over every control-plane frame is most of the coordinator's CPU.
+// The state is kept as the instructions want it: ABEF and CDGH in two registers.
+__attribute__((target("sha,sse4.1,ssse3"))) static void sha256BlockShaNi(uint32_t* h, const uint8_t* p) {
+  const __m128i kSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);  // big-endian words
+  __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)), 0xB1);  // BADC
+  __m128i cdgh = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4)), 0x1B);  // HGFE
+  __m128i abef = _mm_alignr_epi8(tmp, cdgh, 8);
+  cdgh = _mm_blend_epi16(cdgh, tmp, 0xF0);
+  const __m128i abefIn = abef, cdghIn = cdgh;
+  __m128i w[4];  // W[4i .. 4i+3] of the last four groups, ring-indexed by i mod 4
+  for (int i = 0; i < 16; ++i) {
+    __m128i m;
+    if (i < 4) {
+      m = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i)), kSwap);
+    } else {
+      // W[t] = sigma1(W[t-2]) + W[t-7] + sigma0(W[t-15]) + W[t-16], four at a time (t = 4i).
+      m = _mm_sha256msg1_epu32(w[i & 3], w[(i + 1) & 3]);
+      m = _mm_add_epi32(m, _mm_alignr_epi8(w[(i + 3) & 3], w[(i + 2) & 3], 4));
+      m = _mm_sha256msg2_epu32(m, w[(i + 3) & 3]);
+    }
+    w[i & 3] = m;
+    __m128i wk = _mm_add_epi32(m, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + 4 * i)));
+    cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);  // two rounds: cdgh now holds the new ABEF
+    wk = _mm_shuffle_epi32(wk, 0x0E);
+    abef = _mm_sha256rnds2_epu32(abef, cdgh, wk);  // two more: abef is ABEF again, cdgh CDGH
+  }
+  abef = _mm_add_epi32(abef, abefIn);
+  cdgh = _mm_add_epi32(cdgh, cdghIn);
+  tmp = _mm_shuffle_epi32(abef, 0x1B);   // FEBA -> ABEF lanes
+  cdgh = _mm_shuffle_epi32(cdgh, 0xB1);  // GHCD
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_blend_epi16(tmp, cdgh, 0xF0));    // ABCD
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), _mm_alignr_epi8(cdgh, tmp, 8));  // EFGH
+}
+
+static bool cpuHasShaNi() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  const bool ssse3 = (c & (1u << 9)) != 0, sse41 = (c & (1u << 19)) != 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  return ssse3 && sse41 && (b & (1u << 29)) != 0;
+}
+#endif
+
+using BlockFn = void (*)(uint32_t*, const uint8_t*);
+static std::atomic<BlockFn> gBlock{nullptr};  // chosen once; every thread chooses the same
+
+static BlockFn chooseBlock() {
+#if defined(__x86_64__)
+  if (cpuHasShaNi()) return &sha256BlockShaNi;
+#endif
+  return &sha256BlockPortable;
+}
+
+void sha256Block(uint32_t* h, const uint8_t* p) {
+  BlockFn f = gBlock.load(std::memory_order_relaxed);
+  if (f == nullptr) {
+    f = chooseBlock();
+    gBlock.store(f, std::memory_order_relaxed);
+  }
+  f(h, p);
+}
+
+bool sha256Accelerated() { return chooseBlock() != &sha256BlockPortable; }
+
+}  // namespace detail
+
+Sha256::Sha256() : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+
+void Sha256::block(const uint8_t* p) { detail::sha256Block(h_, p); }
 
 void Sha256::update(std::span<const uint8_t> data) {
   total_ += data.size();
@@ -88,7 +167,7 @@ Digest sha256(std::span<const uint8_t> data) {
   return s.finish();
 }
 
-Digest hmacSha256(std::span<const uint8_t> key, std::initializer_list<std::span<const uint8_t>> parts) {
+HmacSha256Key::HmacSha256Key(std::span<const uint8_t> key) {
   uint8_t k[64] = {};
   if (key.size() > 64) {
     Digest d = sha256(key);
@@ -101,14 +180,21 @@ Digest hmacSha256(std::span<const uint8_t> key, std::initializer_list<std::span<
     ipad[i] = k[i] ^ 0x36;
     opad[i] = k[i] ^ 0x5c;
   }
-  Sha256 inner;
-  inner.update(ipad);
+  inner_.update(ipad);
+  outer_.update(opad);
+}
+
+Digest HmacSha256Key::mac(std::initializer_list<std::span<const uint8_t>> parts) const {
+  Sha256 inner = inner_;
   for (auto p : parts) inner.update(p);
   Digest ih = inner.finish();
-  Sha256 outer;
-  outer.update(opad);
+  Sha256 outer = outer_;
   outer.update(ih);
   return outer.finish();
+}
+
+Digest hmacSha256(std::span<const uint8_t> key, std::initializer_list<std::span<const uint8_t>> parts) {
+  return HmacSha256Key(key).mac(parts);
 }
 
 bool digestsEqual(std::span<const uint8_t> a, std::span<const uint8_t> b) {

@@ -32,6 +32,25 @@ Digest sha256(std::span<const uint8_t> data);
 // HMAC over the concatenation of parts (no copy of the message is made).
 Digest hmacSha256(std::span<const uint8_t> key, std::initializer_list<std::span<const uint8_t>> parts);
 
+// A key with its padded inner and outer blocks already compressed: each MAC then costs two compressions
+// fewer (a control-plane frame of ~100 bytes: 3 instead of 5).
+class HmacSha256Key {
+ public:
+  explicit HmacSha256Key(std::span<const uint8_t> key);
+  Digest mac(std::initializer_list<std::span<const uint8_t>> parts) const;
+
+ private:
+  Sha256 inner_, outer_;
+};
+
+namespace detail {
+// One compression of `block` (64 bytes) into `state`. sha256Block uses the x86 SHA extensions where the CPU
+// has them (checked once with cpuid), else sha256BlockPortable; tests compare the two.
+void sha256Block(uint32_t* state, const uint8_t* block);
+void sha256BlockPortable(uint32_t* state, const uint8_t* block);
+bool sha256Accelerated();
+}  // namespace detail
+
 // Constant-time comparison: a forger learns nothing from how long a rejection took.
 bool digestsEqual(std::span<const uint8_t> a, std::span<const uint8_t> b);
 

@@ -53,6 +53,11 @@ class Reader {
     pos_ += n;
     return true;
   }
+  bool skip(size_t n) {
+    if (!need(n)) return false;
+    pos_ += n;
+    return true;
+  }
   bool done() const { return pos_ == p_.size(); }
 
  private:
@@ -97,6 +102,13 @@ SessionKeys deriveSessionKeys(std::span<const uint8_t> jobKey, const Nonce& serv
 }
 
 std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const uint8_t> payload, const Digest* key) {
+  if (key == nullptr) return encodeFrame(type, counter, payload, static_cast<const HmacSha256Key*>(nullptr));
+  const HmacSha256Key k(*key);
+  return encodeFrame(type, counter, payload, &k);
+}
+
+std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const uint8_t> payload,
+                                 const HmacSha256Key* key) {
   size_t len = kHeaderBytes + payload.size() + (key ? kMacBytes : 0);
   Writer w;
   for (int i = 3; i >= 0; --i) w.u8(static_cast<uint8_t>(len >> (8 * i)));
@@ -106,7 +118,7 @@ std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const
   w.bytes(payload);
   std::vector<uint8_t> out = w.take();
   if (key != nullptr) {
-    Digest mac = hmacSha256(*key, {std::span<const uint8_t>(out)});
+    Digest mac = key->mac({std::span<const uint8_t>(out)});
     out.insert(out.end(), mac.begin(), mac.end());
   }
   return out;
@@ -134,13 +146,13 @@ WireError FrameReader::next(Frame* out) {
   if (avail < 4 + len) return WireError::NeedMore;
   if (p[4] != kWireVersion) return fail(WireError::BadVersion);
   uint8_t type = p[5];
-  if (type < 1 || type > 5) return fail(WireError::BadType);
+  if (type < 1 || type > 6) return fail(WireError::BadType);
   if ((type == static_cast<uint8_t>(MsgType::Hello)) == key_.has_value()) return fail(WireError::BadType);
   uint64_t counter = 0;
   for (int i = 0; i < 8; ++i) counter |= uint64_t{p[6 + i]} << (8 * i);
   size_t bodyEnd = 4 + len - (key_ ? kMacBytes : 0);
   if (key_) {
-    Digest mac = hmacSha256(*key_, {std::span<const uint8_t>(p, bodyEnd)});
+    Digest mac = key_->mac({std::span<const uint8_t>(p, bodyEnd)});
     if (!digestsEqual(mac, std::span<const uint8_t>(p + bodyEnd, kMacBytes))) return fail(WireError::BadMac);
     if (counter != lastCounter_ + 1) return fail(WireError::Replayed);
     lastCounter_ = counter;
@@ -331,6 +343,52 @@ std::vector<uint8_t> encode(const Leave& m) {
 bool decode(std::span<const uint8_t> p, Leave* m) {
   Reader r(p);
   return r.u64(&m->commId) && r.u64(&m->memberId) && r.done();
+}
+
+std::vector<std::vector<uint8_t>> packReports(std::span<const std::vector<uint8_t>> encodedReports) {
+  // What a Reports payload may hold so that its frame stays within kMaxFrameBytes.
+  constexpr size_t kRoom = kMaxFrameBytes - kHeaderBytes - kMacBytes;
+  std::vector<std::vector<uint8_t>> out;
+  Writer w;
+  size_t size = 0, count = 0;
+  auto close = [&] {
+    if (count == 0) return;
+    std::vector<uint8_t> body = w.take();
+    Writer head;
+    head.u32(static_cast<uint32_t>(count));
+    std::vector<uint8_t> payload = head.take();
+    payload.insert(payload.end(), body.begin(), body.end());
+    out.push_back(std::move(payload));
+    size = count = 0;
+  };
+  for (const std::vector<uint8_t>& r : encodedReports) {
+    if (4 + 4 + r.size() > kRoom) continue;  // cannot happen: a Report is bounded well below a frame
+    if (count == kMaxBatchReports || 4 + size + 4 + r.size() > kRoom) close();
+    w.u32(static_cast<uint32_t>(r.size()));
+    w.bytes(r);
+    size += 4 + r.size();
+    ++count;
+  }
+  close();
+  return out;
+}
+
+bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out) {
+  Reader r(p);
+  uint32_t n = 0;
+  if (!r.u32(&n) || n == 0 || n > kMaxBatchReports) return false;
+  out->clear();
+  size_t pos = 4;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t len = 0;
+    if (!r.u32(&len) || p.size() - pos - 4 < len) return false;
+    Report rep;
+    if (!decode(p.subspan(pos + 4, len), &rep)) return false;
+    out->push_back(std::move(rep));
+    if (!r.skip(len)) return false;
+    pos += 4 + len;
+  }
+  return r.done();
 }
 
 }  // namespace wirewise::control

@@ -8,6 +8,7 @@
 // final for the connection (the peer is dropped and the error logged); it never reaches a communicator.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -26,7 +27,7 @@ inline constexpr size_t kNonceBytes = 16;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kHeaderBytes = 1 + 1 + 8;  // version, type, counter
 
-enum class MsgType : uint8_t { Hello = 1, Join = 2, Report = 3, Verdict = 4, Leave = 5 };
+enum class MsgType : uint8_t { Hello = 1, Join = 2, Report = 3, Verdict = 4, Leave = 5, Reports = 6 };
 
 enum class WireError : uint8_t {
   None,
@@ -56,7 +57,13 @@ struct Frame {
 };
 
 // Encodes one frame. key == nullptr: an unauthenticated Hello.
+std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const uint8_t> payload,
+                                 const HmacSha256Key* key);
 std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const uint8_t> payload, const Digest* key);
+inline std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const uint8_t> payload,
+                                        std::nullptr_t) {
+  return encodeFrame(type, counter, payload, static_cast<const HmacSha256Key*>(nullptr));
+}
 
 // Splits a byte stream into frames and checks them. Feed bytes with append(), then call next() until it
 // returns NeedMore. Any other error is sticky: the connection must be closed.
@@ -64,14 +71,14 @@ class FrameReader {
  public:
   void append(std::span<const uint8_t> bytes);
   // Before setKey() only Hello frames are accepted; after it only authenticated non-Hello frames.
-  void setKey(const Digest& key) { key_ = key; }
+  void setKey(const Digest& key) { key_.emplace(key); }
   WireError next(Frame* out);
   size_t buffered() const { return buf_.size() - pos_; }
 
  private:
   std::vector<uint8_t> buf_;
   size_t pos_ = 0;
-  std::optional<Digest> key_;
+  std::optional<HmacSha256Key> key_;
   uint64_t lastCounter_ = 0;
   WireError sticky_ = WireError::None;
 };
@@ -126,5 +133,13 @@ bool decode(std::span<const uint8_t> p, Join* m);
 bool decode(std::span<const uint8_t> p, Report* m);
 bool decode(std::span<const uint8_t> p, Verdict* m);
 bool decode(std::span<const uint8_t> p, Leave* m);
+
+// Reports: several members' reports in one frame (one MAC, one write), as a process's members pass a
+// boundary together. Payload: u32 count (1..kMaxBatchReports) | count x (u32 length | Report payload).
+// packReports groups encoded Report payloads into as few Reports payloads as fit a frame; a decoder
+// accepts a batch only if every report in it decodes.
+inline constexpr size_t kMaxBatchReports = 4096;
+std::vector<std::vector<uint8_t>> packReports(std::span<const std::vector<uint8_t>> encodedReports);
+bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out);
 
 }  // namespace wirewise::control

@@ -35,6 +35,9 @@ constexpr SettingDoc kDocs[] = {
      "shared secret that authenticates control-plane messages; set it where other users can reach the port"},
     {"WIREWISE_SYNC_TIMEOUT_MS", "int", "30000", "100 .. 3600000",
      "a communicator waiting this long at a boundary for its verdict logs a WARN (and again every interval)"},
+    {"WIREWISE_SYNC_GIVE_UP_MS", "int", "0", "0 (never), 1000 .. 86400000",
+     "a communicator that has waited this long at one boundary stops waiting: its getCollInfo returns "
+     "ncclInternalError from then on, so NCCL fails the collective instead of hanging (docs/control-plane.md)"},
     {"WIREWISE_JOIN_TIMEOUT_MS", "int", "10000", "100 .. 3600000",
      "members of a communicator must all join within this time, else it is observe-only"},
     {"WIREWISE_POLICY", "enum", "static", "static, adaptive, random-test",
@@ -173,6 +176,12 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
   if (const char* c = env("WIREWISE_COORDINATOR"); c && *c) s.coordinator = c;
   if (const char* k = env("WIREWISE_JOB_KEY"); k && *k) s.jobKeySet = true;
   readInt(env, "WIREWISE_SYNC_TIMEOUT_MS", 100, 3600000, &s.syncTimeoutMs, warnings);
+  readInt(env, "WIREWISE_SYNC_GIVE_UP_MS", 0, 86400000, &s.syncGiveUpMs, warnings);
+  if (s.syncGiveUpMs > 0 && s.syncGiveUpMs < 1000) {
+    warnings->push_back("WIREWISE_SYNC_GIVE_UP_MS=" + std::to_string(s.syncGiveUpMs) +
+                       " is below 1000 ms, shorter than an ordinary stall; using 1000 (0 = never give up)");
+    s.syncGiveUpMs = 1000;
+  }
   readInt(env, "WIREWISE_JOIN_TIMEOUT_MS", 100, 3600000, &s.joinTimeoutMs, warnings);
   readInt(env, "WIREWISE_BOUNDARY_SPACING", 0, 1 << 20, &s.boundarySpacing, warnings);
   readInt(env, "WIREWISE_NET_STREAMS", 1, 16, &s.netStreams, warnings);

@@ -37,6 +37,7 @@ struct Settings {
   std::string coordinator;         // WIREWISE_COORDINATOR (read by control/rendezvous, kept for the log)
   bool jobKeySet = false;          // WIREWISE_JOB_KEY is set (its value is never stored here or logged)
   int64_t syncTimeoutMs = 30000;   // WIREWISE_SYNC_TIMEOUT_MS
+  int64_t syncGiveUpMs = 0;        // WIREWISE_SYNC_GIVE_UP_MS; 0: wait for ever
   int64_t joinTimeoutMs = 10000;   // WIREWISE_JOIN_TIMEOUT_MS
   std::string policy = "static";   // WIREWISE_POLICY
   int64_t boundarySpacing = 0;     // WIREWISE_BOUNDARY_SPACING; 0: from observed rates

@@ -44,7 +44,9 @@ struct TunerComm {
   std::shared_ptr<control::Member> member;
   adapt::SightTable* sights = nullptr;  // member->sights: NCCL's cost tables for the policy
   std::string coordinator;
-  int64_t syncTimeoutMs = 30000, joinTimeoutMs = 10000;
+  int64_t syncTimeoutMs = 30000, joinTimeoutMs = 10000, giveUpMs = 0;
+  // Set when this comm gave up waiting (WIREWISE_SYNC_GIVE_UP_MS): every later call returns an error.
+  bool gaveUp = false;
 };
 
 int64_t steadyUs() {
@@ -55,7 +57,8 @@ int64_t steadyUs() {
 // Bounded, explained wait for verdict `index` at boundary `seq`. Null: this member never got its join out
 // of the process in time, so the coordinator cannot have counted it and nobody else can change either: it
 // stays on its table for good. Otherwise it keeps waiting, warning every syncTimeoutMs (a hang that
-// explains itself beats a silent divergence).
+// explains itself beats a silent divergence), unless the user asked it to give up after giveUpMs: then it
+// sets c.gaveUp and returns null, and the caller fails the collective.
 const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
   const auto start = std::chrono::steady_clock::now();
   auto pause = std::chrono::microseconds(5);
@@ -77,6 +80,17 @@ const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
               Runtime::hexId(c.commId).c_str(), c.coordinator.c_str(), static_cast<long long>(waitedMs));
       return nullptr;
     }
+    if (c.giveUpMs > 0 && waitedMs >= c.giveUpMs) {
+      WW_WARN(NCCL_TUNING,
+              "comm %s: gave up after %lld ms at boundary %" PRIu64 " (collective %" PRIu64
+              ") waiting for the verdict of coordinator %s (WIREWISE_SYNC_GIVE_UP_MS=%lld); this and every later "
+              "collective of the communicator fails with ncclInternalError instead of risking ranks that choose "
+              "differently; restart the job (or unset WIREWISE_SYNC_GIVE_UP_MS to wait)",
+              Runtime::hexId(c.commId).c_str(), static_cast<long long>(waitedMs), c.nextIndex, seq,
+              c.coordinator.c_str(), static_cast<long long>(c.giveUpMs));
+      c.gaveUp = true;
+      return nullptr;
+    }
     if (waitedMs >= (warned + 1) * c.syncTimeoutMs) {
       ++warned;
       WW_WARN(NCCL_TUNING,
@@ -92,17 +106,23 @@ const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
 }
 
 // The rare path of getCollInfo: collective `seq` is boundary B_nextIndex. Out of line so that the hot
-// path stays one compare.
-__attribute__((noinline, cold)) void crossBoundary(TunerComm& c, uint64_t seq) noexcept {
+// path stays one compare. False: the comm gave up waiting (nextBoundary stays 0 so that every later call
+// comes here and fails too).
+__attribute__((noinline, cold)) bool crossBoundary(TunerComm& c, uint64_t seq) noexcept {
+  if (c.gaveUp) return false;
   if (!c.member) {
     c.nextBoundary.store(control::kNoBoundary, std::memory_order_relaxed);
-    return;
+    return true;
   }
   const control::VerdictNode* n = c.member->tryTake(c.nextIndex);
   if (n == nullptr) n = waitForVerdict(c, seq);
+  if (c.gaveUp) {
+    c.nextBoundary.store(0, std::memory_order_relaxed);
+    return false;
+  }
   if (n == nullptr || n->observeOnly) {
     c.nextBoundary.store(control::kNoBoundary, std::memory_order_relaxed);
-    return;
+    return true;
   }
   c.table.store(n->table.get(), std::memory_order_release);
   c.nextBoundary.store(n->next, std::memory_order_relaxed);
@@ -112,6 +132,7 @@ __attribute__((noinline, cold)) void crossBoundary(TunerComm& c, uint64_t seq) n
   m.passedAtUs.store(steadyUs(), std::memory_order_relaxed);
   m.passedSeq.store(seq, std::memory_order_relaxed);
   m.passed.store(n->index + 1, std::memory_order_release);
+  return true;
 }
 
 // NCCL's untouched cost table, the first time a (collective, bucket) is seen: the policy's prior. Cold.
@@ -199,6 +220,7 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
         c->coordinator = cp->address();
         c->syncTimeoutMs = rt->settings().syncTimeoutMs;
         c->joinTimeoutMs = rt->settings().joinTimeoutMs;
+        c->giveUpMs = rt->settings().syncGiveUpMs;
         c->nextBoundary.store(control::kB0, std::memory_order_relaxed);
         cp->addMember(c->member);
       }
@@ -224,7 +246,8 @@ ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableVi
   if (c == nullptr || nChannels == nullptr) return ncclSuccess;
   // seq names the same collective on every rank; the hot path's only agreement work is this compare.
   const uint64_t seq = c->calls.fetch_add(1, std::memory_order_relaxed);
-  if (seq >= c->nextBoundary.load(std::memory_order_relaxed)) [[unlikely]] crossBoundary(*c, seq);
+  if (seq >= c->nextBoundary.load(std::memory_order_relaxed)) [[unlikely]]
+    if (!crossBoundary(*c, seq)) return ncclInternalError;  // only with WIREWISE_SYNC_GIVE_UP_MS (opt-in)
   if (c->mode != Mode::Apply) return ncclSuccess;
   const DecisionTable* t = c->table.load(std::memory_order_acquire);
   if (!table.valid()) return ncclSuccess;

@@ -22,6 +22,7 @@ struct SimulateArgs {
   std::string file, report, plot, plugin, profiler, log;
   std::optional<uint64_t> seed;
   std::optional<int> steps;
+  int procs = 1;
   std::optional<std::string> sync, policy;
   bool quiet = false;
 };
@@ -66,6 +67,7 @@ int runSimulate(const SimulateArgs& a) {
   opt.policy = a.policy;
   opt.seed = a.seed;
   opt.steps = a.steps;
+  opt.procs = a.procs;
   const auto start = std::chrono::steady_clock::now();
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   int lastDecile = 0;
@@ -102,6 +104,9 @@ void addSimulateCommand(CLI::App& app) {
   cmd->add_option("--plot", args->plot, "Write an SVG plot of per-step comm time here");
   cmd->add_option("--seed", args->seed, "Override the scenario's seed");
   cmd->add_option("--steps", args->steps, "Override workload.steps")->check(CLI::PositiveNumber);
+  cmd->add_option("--procs", args->procs,
+                  "Spread the ranks over N processes that meet at one coordinator over TCP (default 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--plugin", args->plugin, "Tuner library (as NCCL_TUNER_PLUGIN; default: the one next to wirewise)");
   cmd->add_option("--profiler", args->profiler,
                   "Profiler library (default: libnccl-profiler-wirewise.so next to --plugin)");

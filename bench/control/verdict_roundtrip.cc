@@ -50,7 +50,10 @@ int main(int argc, char** argv) {
   params.fixedSpacing = 8;
   Coordinator coord(coordIo, std::move(acc), key, params, makeRandomTablePolicy(1), nullptr, log);
   coord.start();
-  std::thread coordThread([&] { coordIo.run(); });
+  std::thread coordThread([&] {
+    pthread_setname_np(pthread_self(), "ww-coordinator");
+    coordIo.run();
+  });
 
   asio::io_context clientIo;
   std::vector<std::unique_ptr<Client>> clients;
@@ -63,7 +66,10 @@ int main(int argc, char** argv) {
     clients[static_cast<size_t>(m % conns)]->add(ms.back());
   }
   for (auto& c : clients) c->start();
-  std::thread clientThread([&] { clientIo.run(); });
+  std::thread clientThread([&] {
+    pthread_setname_np(pthread_self(), "ww-clients");
+    clientIo.run();
+  });
 
   auto waitAll = [&](uint64_t have) {
     for (;;) {
@@ -74,7 +80,8 @@ int main(int argc, char** argv) {
           break;
         }
       if (all) return;
-      std::this_thread::yield();
+      // Sleep, not yield: a spinning observer would take one of the two cores from the threads measured.
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   };
   waitAll(1);  // verdict 0: everyone joined

@@ -38,6 +38,9 @@ struct SimOptions {
   std::optional<std::string> sync, policy;
   std::optional<uint64_t> seed;  // overrides the scenario's
   std::optional<int> steps;      // overrides workload.steps (faults keep their steps)
+  // Real processes the ranks are spread over, 1..ranks: process p plays global ranks [p*R/N, (p+1)*R/N) and
+  // all of them meet at one coordinator over TCP. > 1 forks: call from a single-threaded process.
+  int procs = 1;
   // Called now and then with (steps done, steps total); may be empty.
   std::function<void(int, int)> progress;
 };
@@ -57,11 +60,20 @@ struct FaultOutcome {
   std::string label;                // "degrade nic node 1 #3 x0.25"
 };
 
+// One of the processes that played the ranks (SimOptions::procs), as it reported itself.
+struct ProcessOutcome {
+  int firstRank = 0, ranks = 0;  // global ranks [firstRank, firstRank + ranks)
+  int tunerContexts = 0;         // one per (communicator instance, rank) it played
+  uint64_t profilerEvents = 0;
+};
+
 struct SimResult {
   std::string scenario;
   uint64_t seed = 0;
   int steps = 0;
   int ranks = 0;
+  int procs = 1;
+  std::vector<ProcessOutcome> processes;  // index = process; 0 is the caller
   uint64_t collectivesPerRank = 0;  // the most any rank issues
   double computeUs = 0;
   std::array<ModeResult, kNumSimModes> modes;
@@ -81,7 +93,7 @@ struct SimResult {
   std::string pluginPath, profilerPath;
   bool tunerLoaded = false, profilerLoaded = false, sameInstance = false;
   int tunerVersion = 0, profilerVersion = 0, eventMask = 0;
-  uint64_t profilerEvents = 0;
+  uint64_t profilerEvents = 0;  // all processes
   // WIREWISE_SYNC / WIREWISE_POLICY: what the plugin reported in force (its plugin_start line; unset when it
   // wrote none), and what the driver asked for and why ("option", "environment", "driver default").
   std::optional<std::string> syncInForce, policyInForce;
@@ -91,7 +103,8 @@ struct SimResult {
   std::string pluginNote;  // why the tuner or profiler did not load, if so; settings not taken; log losses
 };
 
-// Runs the scenario. Throws std::runtime_error for an unusable scenario (e.g. a comm that does not exist).
+// Runs the scenario. Throws std::runtime_error for an unusable scenario (e.g. a comm that does not exist), a
+// procs outside 1..ranks, or a process of the run that fails or dies.
 // A plugin that fails to load is not an error: wirewise then equals nccl-default and pluginNote says why.
 SimResult runSimulation(const Scenario& scenario, const SimOptions& options);
 

@@ -1,4 +1,5 @@
-// runSimulation: the four modes over one noise stream, with the plugin driven for every rank in wirewise mode.
+// runSimulation: the run's setup, its processes (SimOptions::procs), and the report from what the step loop
+// (steps.cc) measured and the plugin logged.
 #include <algorithm>
 #include <chrono>
 #include <cstdarg>
@@ -7,6 +8,9 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include <unistd.h>
@@ -17,9 +21,14 @@
 #include "sim/driver/plan.h"
 #include "sim/driver/plugin_env.h"
 #include "sim/driver/plugin_host.h"
+#include "sim/driver/process_group.h"
+#include "sim/driver/steps.h"
 
 namespace wirewise::sim {
 namespace {
+
+// This process's index in a run with several (set in a child right after the fork), for the WARNs below.
+int gProcess = 0;
 
 // NCCL's logger stand-in: the plugin's warnings matter to whoever runs the simulator, INFO does not.
 void simLogger(ncclDebugLogLevel level, unsigned long /*flags*/, const char* /*file*/, int /*line*/,
@@ -27,57 +36,12 @@ void simLogger(ncclDebugLogLevel level, unsigned long /*flags*/, const char* /*f
   if (level != NCCL_LOG_WARN) return;
   va_list ap;
   va_start(ap, fmt);
-  std::fputs("wirewise simulate: plugin WARN ", stderr);
+  if (gProcess > 0) std::fprintf(stderr, "wirewise simulate: process %d: plugin WARN ", gProcess);
+  else std::fputs("wirewise simulate: plugin WARN ", stderr);
   std::vfprintf(stderr, fmt, ap);
   std::fputc('\n', stderr);
   va_end(ap);
 }
-
-const char* ncclDatatypeString(DType d) {
-  switch (d) {
-    case DType::F32: return "ncclFloat32";
-    case DType::Bf16: return "ncclBfloat16";
-    case DType::F16: return "ncclFloat16";
-    case DType::F8: return "ncclFloat8e4m3";
-  }
-  return "ncclFloat32";
-}
-
-uint32_t pack(int algo, int proto, int nCh) {
-  return (static_cast<uint32_t>(algo & 0xff) << 24) | (static_cast<uint32_t>(proto & 0xff) << 16) |
-         static_cast<uint32_t>(nCh & 0xffff);
-}
-
-std::string choiceName(uint32_t packed) {
-  const int algo = static_cast<int8_t>(packed >> 24), proto = static_cast<int8_t>((packed >> 16) & 0xff);
-  return std::string(algoName(algo)) + "/" + std::string(protoName(proto)) + "/" + std::to_string(packed & 0xffff);
-}
-
-// One rank's view of what it runs.
-struct Pick {
-  int algo = -1, proto = -1, nChannels = 0;
-  bool ok = false;
-  bool operator==(const Pick& o) const { return algo == o.algo && proto == o.proto && nChannels == o.nChannels; }
-};
-
-// Per-rank clocks of one mode (µs). A collective starts when its last member arrives and ends together.
-struct Clocks {
-  std::vector<double> t;
-  double stepStart = 0;
-  // Advances the members; arrivals (if non-null) receive each member's arrival time.
-  double run(const std::vector<int>& ranks, const NoiseDraw& nd, double trueUs, double* arrivals) {
-    double start = 0;
-    for (size_t k = 0; k < ranks.size(); ++k) {
-      const double a = t[ranks[k]] + (static_cast<int>(k) == nd.lateMember ? nd.lateUs : 0.0);
-      if (arrivals != nullptr) arrivals[k] = a;
-      start = std::max(start, a);
-    }
-    const double end = start + trueUs * nd.multiplier;
-    for (int r : ranks) t[r] = end;
-    return end;
-  }
-  double max() const { return *std::max_element(t.begin(), t.end()); }
-};
 
 std::string faultLabel(const Fault& f) {
   static const char* kKinds[] = {"degrade", "contention", "latency", "flap"};
@@ -106,6 +70,92 @@ std::optional<int> adaptedStep(const std::vector<double>& ww, const std::vector<
   return std::nullopt;
 }
 
+// One process's plugin host, as process 0's report needs it (a child sends it as JSON in its last frame).
+struct HostInfo {
+  int contexts = 0;
+  uint64_t events = 0;
+  bool tunerLoaded = false, profilerLoaded = false, sameInstance = false;
+  int tunerVersion = 0, profilerVersion = 0, eventMask = 0;
+  std::string tunerWhy, profilerWhy;
+};
+
+HostInfo hostInfo(const PluginHost& h) {
+  return HostInfo{h.contexts(),      h.eventsEmitted(),   h.tunerLoaded(), h.profilerLoaded(), h.sameInstance(),
+                  h.tunerVersion(),  h.profilerVersion(), h.eventMask(),   h.tunerWhy(),       h.profilerWhy()};
+}
+
+nlohmann::json toJson(const HostInfo& i) {
+  return {{"contexts", i.contexts},         {"events", i.events},
+          {"tuner_loaded", i.tunerLoaded},  {"profiler_loaded", i.profilerLoaded},
+          {"same_instance", i.sameInstance}, {"tuner_version", i.tunerVersion},
+          {"profiler_version", i.profilerVersion}, {"event_mask", i.eventMask},
+          {"tuner_why", i.tunerWhy},        {"profiler_why", i.profilerWhy}};
+}
+
+HostInfo fromJson(const nlohmann::json& j) {
+  HostInfo i;
+  i.contexts = j.at("contexts").get<int>();
+  i.events = j.at("events").get<uint64_t>();
+  i.tunerLoaded = j.at("tuner_loaded").get<bool>();
+  i.profilerLoaded = j.at("profiler_loaded").get<bool>();
+  i.sameInstance = j.at("same_instance").get<bool>();
+  i.tunerVersion = j.at("tuner_version").get<int>();
+  i.profilerVersion = j.at("profiler_version").get<int>();
+  i.eventMask = j.at("event_mask").get<int>();
+  i.tunerWhy = j.at("tuner_why").get<std::string>();
+  i.profilerWhy = j.at("profiler_why").get<std::string>();
+  return i;
+}
+
+// The communicators this process plays a member of, as NCCL creates them; -1 where it plays none.
+std::vector<int> addComms(PluginHost& host, const Plan& plan, const std::vector<std::vector<int>>& members) {
+  std::vector<int> hostComm;
+  for (size_t i = 0; i < plan.instances.size(); ++i) {
+    const Instance& in = plan.instances[i];
+    hostComm.push_back(members[i].empty() ? -1
+                                          : host.addComm(in.commId, in.spec->name, in.layout.nRanks, in.layout.nNodes,
+                                                         in.layout.minLocalRanks, in.layout.maxLocalRanks, members[i]));
+  }
+  return hostComm;
+}
+
+// A child process: its ranks in lock-step with process 0, then its host's state in a last frame. It never
+// returns: whatever happens, it leaves through exitChild.
+[[noreturn]] void runChild(const Scenario& sc, const SimOptions& opt, const Plan& plan, uint64_t seed, int steps,
+                           const Ownership& owners, const PluginEnv& env, ProcessGroup& group) {
+  int rc = 0;
+  try {
+    gProcess = group.index();
+    env.useProcessLog(group.index());
+    // Process 0 loads the plugin first, so that it hosts the coordinator and outlives every member.
+    group.receive('G');
+    PluginHost host(opt.pluginPath, opt.profilerPath, &simLogger);
+    StepsIn in;
+    in.scenario = &sc;
+    in.plan = &plan;
+    in.seed = seed;
+    in.steps = steps;
+    in.host = &host;
+    in.hostComm = addComms(host, plan, owners.members[group.index()]);
+    in.owners = &owners;
+    in.group = &group;
+    playSteps(in);
+    const HostInfo info = hostInfo(host);
+    // Finalize flushes this process's log before process 0 reads it.
+    host.finalizeAll();
+    group.send('R', toJson(info).dump());
+  } catch (const std::exception& e) {
+    try {
+      group.send('E', e.what());
+    } catch (...) {
+    }
+    rc = 2;
+  } catch (...) {
+    rc = 2;
+  }
+  ProcessGroup::exitChild(rc);
+}
+
 }  // namespace
 
 uint64_t commIdFor(const std::string& name, int instance) {
@@ -124,172 +174,116 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
   Plan plan = buildPlan(sc, steps);
   const int nRanks = sc.cluster.nRanks();
   const size_t nSlots = plan.slots.size();
+  const int procs = opt.procs;
+  if (procs < 1 || procs > nRanks)
+    throw std::runtime_error("procs must be between 1 and the scenario's " + std::to_string(nRanks) + " ranks, not " +
+                             std::to_string(procs));
+  const Ownership owners(plan, nRanks, procs);
 
   // The plugin reads its settings once, when its runtime starts (at the first init below). env outlives host:
-  // the previous environment comes back only after the libraries are unloaded.
-  PluginEnv env(opt.logPath, opt.sync, opt.policy);
-  PluginHost host(opt.pluginPath, opt.profilerPath, &simLogger);
-  std::vector<int> hostComm;
-  for (const Instance& in : plan.instances)
-    hostComm.push_back(host.addComm(in.commId, in.spec->name, in.layout.nRanks, in.layout.nNodes,
-                                    in.layout.minLocalRanks, in.layout.maxLocalRanks));
+  // the previous environment comes back only after the libraries are unloaded. It is set before the fork, so
+  // that every process meets the same coordinator (port and key) and process 0 cleans up after all.
+  PluginEnv env(opt.logPath, opt.sync, opt.policy, procs);
+  ProcessGroup group(procs);
+  if (!group.parent()) runChild(sc, opt, plan, seed, steps, owners, env, group);
+  // Declared out here so that, on an error, the children are killed (catch below) before it finalizes.
+  std::optional<PluginHost> hostSlot;
+  StepsOut out;
+  std::vector<HostInfo> infos;
+  try {
+    PluginHost& host = hostSlot.emplace(opt.pluginPath, opt.profilerPath, &simLogger);
+    StepsIn in;
+    in.scenario = &sc;
+    in.plan = &plan;
+    in.seed = seed;
+    in.steps = steps;
+    in.host = &host;
+    in.hostComm = addComms(host, plan, owners.members[0]);
+    in.owners = &owners;
+    in.group = &group;
+    in.progress = opt.progress;
+    if (procs > 1) group.broadcast('G', "");
+    out = playSteps(in);
 
-  // Noise-free true time of each mode's fixed choices per (state, slot).
-  std::vector<std::vector<double>> tDef(plan.states.size()), tStat(plan.states.size()), tOra(plan.states.size());
-  for (size_t k = 0; k < plan.states.size(); ++k) {
-    for (size_t si = 0; si < nSlots; ++si) {
-      const Slot& s = plan.slots[si];
-      const int ks = static_cast<int>(k), sii = static_cast<int>(si);
-      tDef[k].push_back(trueTimeUs(sc, plan, ks, sii, s.deflt.algo, s.deflt.proto, s.deflt.nChannels));
-      tStat[k].push_back(s.staticCand >= 0 ? plan.times[k][si][s.staticCand] : tDef[k].back());
-      tOra[k].push_back(plan.times[k][si][plan.oracleCand[k][si]]);
+    // Read the hosts' state before finalize unloads the libraries. The children finalize first: process 0
+    // hosts the coordinator, which must see every member through to the end.
+    infos.push_back(hostInfo(host));
+    if (procs > 1) {
+      group.stopWatchdog();
+      for (const std::string& payload : group.gather('R')) {
+        const auto j = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+        if (!j.is_object()) throw std::runtime_error("a simulator process sent an unreadable report");
+        try {
+          infos.push_back(fromJson(j));
+        } catch (const nlohmann::json::exception& e) {
+          throw std::runtime_error(std::string("a simulator process sent an incomplete report: ") + e.what());
+        }
+      }
+      group.finish();
     }
+  } catch (...) {
+    group.abort();
+    throw;
   }
-  // NCCL's channel count for each (algo, proto) of a slot, for when the plugin leaves nChannels at 0.
-  std::vector<std::array<std::array<int, kNumProtos>, kNumAlgos>> defCh(nSlots);
-  for (size_t si = 0; si < nSlots; ++si)
-    for (int a = 0; a < kNumAlgos; ++a)
-      for (int p = 0; p < kNumProtos; ++p)
-        defCh[si][a][p] = plan.instances[plan.slots[si].instance].model->defaultChannels(a, p, plan.slots[si].bytes);
+  PluginHost& host = *hostSlot;
+  host.finalizeAll();
+  env.mergeProcessLogs();
 
   SimResult res;
   res.scenario = sc.name;
   res.seed = seed;
   res.steps = steps;
   res.ranks = nRanks;
+  res.procs = procs;
   res.computeUs = sc.workload.computeUs;
   res.faultSpecs = sc.faults;
-  for (auto& m : res.modes) m.stepCommUs.assign(steps, 0.0);
-
-  std::array<Clocks, kNumSimModes> clocks;
-  for (auto& c : clocks) c.t.assign(nRanks, 0.0);
-  NoiseSource noise(sc.noise, seed);
-  std::vector<std::map<uint32_t, uint64_t>> oracleHist(nSlots), wwHist(nSlots);
-  std::vector<uint32_t> lastWw(nSlots, 0xffffffffu);
-  std::vector<int> lastWwState(nSlots, -1);
-  std::vector<double> lastWwTime(nSlots, 0);
-  std::vector<Pick> picks;
-  std::vector<double> arrivals;
-  // Every wirewise collective with the tuner's per-instance sequence number, for the exploration accounting.
-  std::vector<uint64_t> instSeq(plan.instances.size(), 0);
-  std::vector<CollRecord> records;
-  {
-    uint64_t perStep = 0;
-    for (const Slot& s : plan.slots) perStep += static_cast<uint64_t>(s.repeat);
-    records.reserve(perStep * static_cast<uint64_t>(steps));
+  for (int m = 0; m < kNumSimModes; ++m) {
+    res.modes[m].stepCommUs = std::move(out.stepCommUs[m]);
+    for (double v : res.modes[m].stepCommUs) res.modes[m].commTimeUs += v;
   }
-  uint64_t failed = 0;
-  float tbl[kNumAlgos][kNumProtos];
-  constexpr uint64_t kBaseNs = 1000000000ull;  // the virtual GPU clock starts at 1 s: 0 means "no timestamp"
+  res.tableChangeSteps = std::move(out.tableChangeSteps);
+  res.collectivesChecked = out.collectivesChecked;
+  res.divergences = out.divergences;
 
-  for (int step = 0; step < steps; ++step) {
-    const int st = plan.stateOfStep[step];
-    for (Clocks& c : clocks) {
-      c.stepStart = c.max() + sc.workload.computeUs;
-      std::fill(c.t.begin(), c.t.end(), c.stepStart);
-    }
-    bool changed = false;
-    for (size_t e = 0; e < sc.workload.step.size(); ++e) {
-      for (int rep = 0; rep < sc.workload.step[e].repeat; ++rep) {
-        for (int si : plan.entrySlots[e]) {
-          const Slot& s = plan.slots[si];
-          const Instance& in = plan.instances[s.instance];
-          const std::vector<int>& ranks = in.spec->ranks;
-          const int nm = static_cast<int>(ranks.size());
-          const NoiseDraw nd = noise.draw(nm);
-
-          // wirewise: every rank asks its own tuner context, exactly as NCCL would.
-          picks.resize(nm);
-          for (int k = 0; k < nm; ++k) {
-            std::memcpy(tbl, s.table, sizeof tbl);
-            const int pluginCh = host.getCollInfo(hostComm[s.instance], k, s.coll, s.bytes, tbl);
-            loader::Selection sel = loader::selectAlgo(tbl, pluginCh, 1, in.channels);
-            if (sel.ok && pluginCh == 0) sel = loader::selectAlgo(tbl, 0, defCh[si][sel.algo][sel.proto], in.channels);
-            picks[k] = Pick{sel.algo, sel.proto, sel.nChannels, sel.ok};
-          }
-          ++res.collectivesChecked;
-          for (int k = 1; k < nm; ++k) {
-            if (!(picks[k] == picks[0])) {
-              ++res.divergences;
-              break;
-            }
-          }
-          // Member 0's choice sets the time (NCCL itself would hang on a divergence; the checker counts it).
-          Pick ww = picks[0];
-          if (!ww.ok) {
-            ++failed;  // NCCL would fail this collective; charge NCCL's own choice
-            ww = Pick{s.deflt.algo, s.deflt.proto, s.deflt.nChannels, true};
-          }
-          const uint32_t packed = pack(ww.algo, ww.proto, ww.nChannels);
-          if (packed != lastWw[si] || st != lastWwState[si]) {
-            if (lastWw[si] != 0xffffffffu && packed != lastWw[si]) changed = true;
-            lastWw[si] = packed;
-            lastWwState[si] = st;
-            lastWwTime[si] = trueTimeUs(sc, plan, st, si, ww.algo, ww.proto, ww.nChannels);
-          }
-          ++wwHist[si][packed];
-          ++oracleHist[si][pack(s.cands[plan.oracleCand[st][si]].algo, s.cands[plan.oracleCand[st][si]].proto,
-                                s.cands[plan.oracleCand[st][si]].nChannels)];
-
-          clocks[0].run(ranks, nd, tDef[st][si], nullptr);
-          clocks[1].run(ranks, nd, tStat[st][si], nullptr);
-          clocks[2].run(ranks, nd, tOra[st][si], nullptr);
-          arrivals.resize(nm);
-          const double end = clocks[3].run(ranks, nd, lastWwTime[si], arrivals.data());
-          records.push_back({in.commId, instSeq[s.instance]++, s.coll, s.bytes, lastWwTime[si] * nd.multiplier});
-
-          // The profiler sees each rank's kernel from its own arrival to the common end.
-          CollEmit ev;
-          ev.coll = s.coll;
-          const size_t elems = s.bytes / std::max<size_t>(1, dtypeSize(s.dtype));
-          const bool perRankCount = s.coll == CollType::AllGather || s.coll == CollType::ReduceScatter;
-          ev.count = perRankCount ? elems / static_cast<size_t>(nm) : elems;
-          ev.datatype = ncclDatatypeString(s.dtype);
-          ev.network = in.layout.nNodes > 1;
-          ev.bytes = s.bytes;
-          ev.stopNs = kBaseNs + static_cast<uint64_t>(end * 1000.0);
-          for (int k = 0; k < nm; ++k) {
-            const Pick& pk = picks[k].ok ? picks[k] : ww;
-            ev.algo = pk.algo;
-            ev.proto = pk.proto;
-            ev.nChannels = pk.nChannels;
-            ev.startNs = kBaseNs + static_cast<uint64_t>(arrivals[k] * 1000.0);
-            host.emitCollective(hostComm[s.instance], k, ev);
-          }
-        }
-      }
-    }
-    for (int m = 0; m < kNumSimModes; ++m) {
-      res.modes[m].stepCommUs[step] = clocks[m].max() - clocks[m].stepStart;
-      res.modes[m].commTimeUs += res.modes[m].stepCommUs[step];
-    }
-    if (changed) res.tableChangeSteps.push_back(step);
-    if (opt.progress) opt.progress(step + 1, steps);
-  }
-  // Read the host's state before finalize unloads the libraries.
+  // The plugin as every process that played a rank found it (each loaded its own copy).
   res.pluginPath = opt.pluginPath;
   res.profilerPath = host.profilerPath();
-  res.tunerLoaded = host.tunerLoaded();
-  res.profilerLoaded = host.profilerLoaded();
-  res.sameInstance = host.sameInstance();
-  res.tunerVersion = host.tunerVersion();
-  res.profilerVersion = host.profilerVersion();
-  res.eventMask = host.eventMask();
-  res.profilerEvents = host.eventsEmitted();
-  const std::string tunerWhy = host.tunerWhy(), profilerWhy = host.profilerWhy();
-  host.finalizeAll();
+  const HostInfo* ref = &infos[0];
+  for (const HostInfo& i : infos)
+    if (ref->contexts == 0 && i.contexts > 0) ref = &i;
+  res.tunerLoaded = ref->tunerLoaded;
+  res.profilerLoaded = ref->profilerLoaded;
+  res.sameInstance = ref->sameInstance;
+  res.tunerVersion = ref->tunerVersion;
+  res.profilerVersion = ref->profilerVersion;
+  res.eventMask = ref->eventMask;
+  std::string tunerWhy = ref->tunerWhy, profilerWhy = ref->profilerWhy;
+  for (int p = 0; p < procs; ++p) {
+    const HostInfo& i = infos[p];
+    res.processes.push_back({owners.firstRank[p], owners.firstRank[p + 1] - owners.firstRank[p], i.contexts, i.events});
+    res.profilerEvents += i.events;
+    if (i.contexts == 0) continue;
+    const std::string who = procs > 1 ? "process " + std::to_string(p) + ": " : "";
+    if (res.tunerLoaded && !i.tunerLoaded) tunerWhy = who + i.tunerWhy;
+    if (res.profilerLoaded && !i.profilerLoaded) profilerWhy = who + i.profilerWhy;
+    res.tunerLoaded = res.tunerLoaded && i.tunerLoaded;
+    res.profilerLoaded = res.profilerLoaded && i.profilerLoaded;
+    res.sameInstance = res.sameInstance && i.sameInstance;
+  }
 
   // Finalize flushed the log (plugin_stop is its last line). Only this run's lines count: a --log file may
   // hold earlier runs or other processes.
+  std::set<long> pids;
+  for (int p = 0; p < procs; ++p) pids.insert(static_cast<long>(group.pid(p)));
   PluginLog log;
   {
-    std::ifstream in(env.logPath(), std::ios::binary);
-    if (in) {
-      in.seekg(static_cast<std::streamoff>(env.logStart()));
-      log = readPluginLog(in, static_cast<long>(::getpid()));
+    std::ifstream logIn(env.logPath(), std::ios::binary);
+    if (logIn) {
+      logIn.seekg(static_cast<std::streamoff>(env.logStart()));
+      log = readPluginLog(logIn, pids);
     }
   }
-  const Exploration expl = explorationOf(log, records);
+  const Exploration expl = explorationOf(log, out.records);
   res.explorationUs = expl.us;
   res.explorationCollectives = expl.collectives;
   res.adaptations = adaptCounts(log);
@@ -308,13 +302,13 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
     const std::string key = plan.instances[s.instance].label + " " + std::string(collName(s.coll)) + " " +
                             std::to_string(s.bytes);
     const uint64_t n = static_cast<uint64_t>(steps) * static_cast<uint64_t>(s.repeat);
-    res.modes[0].choices[key][choiceName(pack(s.deflt.algo, s.deflt.proto, s.deflt.nChannels))] += n;
+    res.modes[0].choices[key][choiceName(packChoice(s.deflt.algo, s.deflt.proto, s.deflt.nChannels))] += n;
     const Cand& sc_ = s.staticCand >= 0 ? s.cands[s.staticCand] : Cand{};
-    const uint32_t sp = s.staticCand >= 0 ? pack(sc_.algo, sc_.proto, sc_.nChannels)
-                                          : pack(s.deflt.algo, s.deflt.proto, s.deflt.nChannels);
+    const uint32_t sp = s.staticCand >= 0 ? packChoice(sc_.algo, sc_.proto, sc_.nChannels)
+                                          : packChoice(s.deflt.algo, s.deflt.proto, s.deflt.nChannels);
     res.modes[1].choices[key][choiceName(sp)] += n;
-    for (const auto& [p, c] : oracleHist[si]) res.modes[2].choices[key][choiceName(p)] += c;
-    for (const auto& [p, c] : wwHist[si]) res.modes[3].choices[key][choiceName(p)] += c;
+    for (const auto& [p, c] : out.oracleHist[si]) res.modes[2].choices[key][choiceName(p)] += c;
+    for (const auto& [p, c] : out.wwHist[si]) res.modes[3].choices[key][choiceName(p)] += c;
   }
 
   // The most collectives any rank issues.
@@ -338,8 +332,8 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
   if (!res.profilerLoaded) res.pluginNote += "no profiler: " + profilerWhy + "; ";
   if (res.tunerLoaded && res.profilerLoaded && !res.sameInstance)
     res.pluginNote += "tuner and profiler resolved to different library instances; ";
-  if (failed > 0)
-    res.pluginNote += std::to_string(failed) + " collectives left NCCL no algorithm (charged NCCL's choice); ";
+  if (out.failed > 0)
+    res.pluginNote += std::to_string(out.failed) + " collectives left NCCL no algorithm (charged NCCL's choice); ";
   if (res.tunerLoaded && res.syncInForce && *res.syncInForce != res.syncRequested)
     res.pluginNote += "WIREWISE_SYNC=" + res.syncRequested + " not taken (in force: " + *res.syncInForce + "); ";
   if (res.tunerLoaded && res.policyInForce && *res.policyInForce != res.policyRequested)

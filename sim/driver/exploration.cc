@@ -72,6 +72,10 @@ bool covers(const ProbeWindow& w, const CollRecord& c) {
 }  // namespace
 
 PluginLog readPluginLog(std::istream& in, long pid) {
+  return readPluginLog(in, pid != 0 ? std::set<long>{pid} : std::set<long>{});
+}
+
+PluginLog readPluginLog(std::istream& in, const std::set<long>& pids) {
   PluginLog log;
   std::string line;
   while (std::getline(in, line)) {
@@ -87,7 +91,7 @@ PluginLog readPluginLog(std::istream& in, long pid) {
       continue;
     }
     uint64_t writer = 0;
-    if (pid != 0 && readU64(ev, "pid", &writer) && writer != static_cast<uint64_t>(pid)) continue;
+    if (!pids.empty() && readU64(ev, "pid", &writer) && pids.count(static_cast<long>(writer)) == 0) continue;
     const std::string event = ev["event"].get<std::string>();
     if (event == "table") {
       auto src = ev.find("source");

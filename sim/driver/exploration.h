@@ -7,6 +7,7 @@
 #include <istream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,10 @@ struct PluginLog {
   uint64_t badLines = 0;                    // lines of interest that did not parse
 };
 
-// Reads an adaptation log. pid != 0 keeps only that writer's lines (a --log file may be shared).
+// Reads an adaptation log. A non-empty pids keeps only those writers' lines (a --log file may be shared; a
+// run with several processes has one writer per process).
+PluginLog readPluginLog(std::istream& in, const std::set<long>& pids);
+// The same for one writer (pid != 0) or every writer (pid 0).
 PluginLog readPluginLog(std::istream& in, long pid);
 
 // "adapt" events by kind (the six kinds of the spec always present, newer kinds as they come).

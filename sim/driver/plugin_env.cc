@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 
 namespace wirewise::sim {
@@ -64,22 +65,35 @@ std::string expandLogPath(const std::string& path) {
   return out;
 }
 
+// An empty file "<TMPDIR or /tmp>/<stem>-XXXXXX.jsonl", created here.
+std::string temporaryFile(const std::string& stem) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/" + stem + "-XXXXXX.jsonl";
+  const int fd = ::mkstemps(tmpl.data(), 6);
+  if (fd < 0) throw std::runtime_error("cannot create a temporary adaptation log in " + tmpl);
+  ::close(fd);
+  return tmpl;
+}
+
 }  // namespace
 
 PluginEnv::PluginEnv(const std::string& logPath, const std::optional<std::string>& sync,
-                     const std::optional<std::string>& policy) {
+                     const std::optional<std::string>& policy, int processes) {
   if (logPath.empty() || logPath == "none" || logPath == "off") {
-    const char* dir = std::getenv("TMPDIR");
-    std::string tmpl = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/wirewise-simulate-XXXXXX.jsonl";
-    const int fd = ::mkstemps(tmpl.data(), 6);
-    if (fd < 0) throw std::runtime_error("cannot create a temporary adaptation log in " + tmpl);
-    ::close(fd);
-    logPath_ = tmpl;
+    logPath_ = temporaryFile("wirewise-simulate");
     temporary_ = true;
   } else {
     logPath_ = expandLogPath(logPath);
     struct stat st {};
     if (::stat(logPath_.c_str(), &st) == 0) logStart_ = static_cast<uint64_t>(st.st_size);
+  }
+  try {
+    for (int p = 1; p < processes; ++p)
+      processLogs_.push_back(temporaryFile("wirewise-simulate-p" + std::to_string(p)));
+  } catch (...) {
+    for (const std::string& f : processLogs_) std::remove(f.c_str());
+    if (temporary_) std::remove(logPath_.c_str());
+    throw;
   }
   sync_ = choose("WIREWISE_SYNC", sync, kDefaultSync);
   policy_ = choose("WIREWISE_POLICY", policy, kDefaultPolicy);
@@ -105,6 +119,24 @@ PluginEnv::~PluginEnv() {
     else ::unsetenv(it->first.c_str());
   }
   if (temporary_) std::remove(logPath_.c_str());
+  for (const std::string& f : processLogs_) std::remove(f.c_str());
+}
+
+void PluginEnv::useProcessLog(int p) const {
+  if (p >= 1 && p <= static_cast<int>(processLogs_.size()))
+    ::setenv("WIREWISE_LOG", processLogs_[static_cast<size_t>(p) - 1].c_str(), 1);
+}
+
+void PluginEnv::mergeProcessLogs() const {
+  if (processLogs_.empty()) return;
+  std::ofstream out(logPath_, std::ios::binary | std::ios::app);
+  for (const std::string& f : processLogs_) {
+    std::ifstream in(f, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read the adaptation log of a simulator process: " + f);
+    if (in.peek() != std::ifstream::traits_type::eof()) out << in.rdbuf();
+  }
+  out.flush();
+  if (!out) throw std::runtime_error("cannot append the simulator processes' adaptation logs to " + logPath_);
 }
 
 void PluginEnv::set(const char* name, const std::string& value) {

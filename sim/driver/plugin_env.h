@@ -25,9 +25,12 @@ class PluginEnv {
   // logPath: the user's --log ("", "none" or "off": a temporary file, removed by the destructor; %h and %p
   // expand as the plugin expands them).
   // sync/policy: the --sync/--policy options; unset: the environment's value, else the driver's default.
+  // processes > 1 (SimOptions::procs): processes 1.. each get a log file of their own (temporary, removed by
+  // the destructor), because lines of several writers appending to one file through stdio can interleave
+  // mid-line; mergeProcessLogs() appends them to logPath() once they are complete.
   // Throws std::runtime_error when no temporary log file can be created.
   PluginEnv(const std::string& logPath, const std::optional<std::string>& sync,
-            const std::optional<std::string>& policy);
+            const std::optional<std::string>& policy, int processes = 1);
   ~PluginEnv();
   PluginEnv(const PluginEnv&) = delete;
   PluginEnv& operator=(const PluginEnv&) = delete;
@@ -38,6 +41,11 @@ class PluginEnv {
   uint64_t logStart() const { return logStart_; }
   const EnvChoice& sync() const { return sync_; }
   const EnvChoice& policy() const { return policy_; }
+  // In process p >= 1 (a forked child, which never restores anything): WIREWISE_LOG = its own file.
+  void useProcessLog(int p) const;
+  // In process 0, after every process's plugin has finalized: appends the files of processes 1.. to
+  // logPath(), whole, in process order. Throws std::runtime_error when one cannot be read or appended.
+  void mergeProcessLogs() const;
 
  private:
   void set(const char* name, const std::string& value);
@@ -45,6 +53,7 @@ class PluginEnv {
   std::string logPath_;
   bool temporary_ = false;
   uint64_t logStart_ = 0;
+  std::vector<std::string> processLogs_;  // index p - 1: process p's
   EnvChoice sync_, policy_;
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;  // name, value before the run
 };

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace wirewise::sim {
 namespace {
@@ -50,14 +51,17 @@ PluginHost::PluginHost(const std::string& tunerPath, const std::string& profiler
 PluginHost::~PluginHost() { finalizeAll(); }
 
 int PluginHost::addComm(uint64_t commId, const std::string& name, int nRanks, int nNodes, int minLocal,
-                        int maxLocal) {
+                        int maxLocal, const std::vector<int>& members) {
   Comm c;
   c.name = name;
   c.id = commId;
   c.tuner.resize(nRanks);
   c.prof.resize(nRanks);
   c.seq.assign(static_cast<size_t>(nRanks) * kNumCollTypes, 0);
-  for (int r = 0; r < nRanks; ++r) {
+  for (int r : members)
+    if (r < 0 || r >= nRanks) throw std::invalid_argument("addComm: member " + std::to_string(r) + " outside the comm");
+  c.members = members;
+  for (int r : c.members) {
     // init.cc: the profiler is initialised before the proxy thread, the tuner after topology and channels.
     profLib_->initComm(&c.prof[r], commId, c.name.c_str(), nNodes, nRanks, r, logger_);
     tunerLib_->load(&c.tuner[r]);
@@ -69,6 +73,7 @@ int PluginHost::addComm(uint64_t commId, const std::string& name, int nRanks, in
       c.tuner[r].tuner->init(&c.tuner[r].context, commId, static_cast<size_t>(nRanks), static_cast<size_t>(nNodes),
                              logger_, &nvl, &constants);
     }
+    ++contexts_;
   }
   comms_.push_back(std::move(c));
   return static_cast<int>(comms_.size()) - 1;
@@ -77,7 +82,7 @@ int PluginHost::addComm(uint64_t commId, const std::string& name, int nRanks, in
 void PluginHost::finalizeAll() {
   for (Comm& c : comms_) {
     if (!c.open) continue;
-    for (size_t r = 0; r < c.tuner.size(); ++r) {
+    for (int r : c.members) {
       // commCleanup: tuner finalize then unload; commFree: profiler finalize.
       if (c.tuner[r].tuner != nullptr) c.tuner[r].tuner->finalize(c.tuner[r].context);
       tunerLib_->unload(&c.tuner[r]);

@@ -34,14 +34,17 @@ class PluginHost {
   PluginHost(const PluginHost&) = delete;
   PluginHost& operator=(const PluginHost&) = delete;
 
-  // Initialises profiler then tuner for each rank of a new communicator, as initTransportsRank does.
-  // Returns the comm's index.
-  int addComm(uint64_t commId, const std::string& name, int nRanks, int nNodes, int minLocal, int maxLocal);
+  // Initialises profiler then tuner for each of `members` (ranks of the new communicator, ascending), as
+  // initTransportsRank does. A process playing only some ranks (SimOptions::procs) lists those: each keeps its
+  // rank in the comm, so commId, nRanks and rank are what NCCL would pass. Returns the comm's index.
+  int addComm(uint64_t commId, const std::string& name, int nRanks, int nNodes, int minLocal, int maxLocal,
+              const std::vector<int>& members);
   // commCleanup/commFree for every comm, in creation order. Idempotent.
   void finalizeAll();
 
-  // One rank's getCollInfo; table is modified in place; returns the plugin's nChannels (0 = keep NCCL's).
-  // Without a tuner the table is left alone and 0 is returned, as NCCL does.
+  // One rank's getCollInfo (member: its rank in the comm, one of those added); table is modified in place;
+  // returns the plugin's nChannels (0 = keep NCCL's). Without a tuner the table is left alone and 0 is
+  // returned, as NCCL does.
   int getCollInfo(int comm, int member, CollType coll, size_t nBytes, float table[kNumAlgos][kNumProtos]) {
     Comm& c = comms_[comm];
     int nCh = 0;
@@ -64,6 +67,8 @@ class PluginHost {
   std::string tunerWhy() const { return tunerLib_->why(); }
   std::string profilerWhy() const { return profLib_->why(); }
   uint64_t eventsEmitted() const { return events_; }
+  // Tuner contexts created (one per member of every comm added).
+  int contexts() const { return contexts_; }
 
  private:
   struct Comm {
@@ -72,6 +77,7 @@ class PluginHost {
     std::vector<loader::TunerComm> tuner;
     std::vector<loader::ProfilerComm> prof;
     std::vector<uint64_t> seq;  // per member x collective type: NCCL's comm->seqNumber[func]
+    std::vector<int> members;   // the ranks played here; the vectors above are indexed by rank in the comm
     bool open = true;
   };
   void emitProxy(const loader::Profiler& p, void* ctx, void* parent, int member, const CollEmit& e, int mask);
@@ -82,6 +88,7 @@ class PluginHost {
   std::unique_ptr<loader::ProfilerLibrary> profLib_;
   std::vector<Comm> comms_;
   uint64_t events_ = 0;
+  int contexts_ = 0;
 };
 
 // NCCL's strings for the profiler descriptor (ncclFuncToString, ncclAlgoToString, ncclProtoToString).

@@ -52,6 +52,7 @@ nlohmann::json reportJson(const SimResult& r) {
   j["scenario"] = r.scenario;
   j["simulated"] = true;
   j["ranks"] = r.ranks;
+  j["procs"] = r.procs;
   j["collectives_per_rank"] = r.collectivesPerRank;
   nlohmann::json modes = nlohmann::json::object();
   nlohmann::json choices = nlohmann::json::object();
@@ -87,6 +88,13 @@ nlohmann::json reportJson(const SimResult& r) {
   j["steps"] = r.steps;
   j["compute_us_per_step"] = r.computeUs;
   j["run_time_s"] = r.runTimeS;
+  nlohmann::json procs = nlohmann::json::array();
+  for (const ProcessOutcome& p : r.processes)
+    procs.push_back({{"first_rank", p.firstRank},
+                     {"ranks", p.ranks},
+                     {"tuner_contexts", p.tunerContexts},
+                     {"profiler_events", p.profilerEvents}});
+  j["processes"] = procs;
   j["plugin"] = {{"path", r.pluginPath},
                  {"profiler_path", r.profilerPath},
                  {"tuner_loaded", r.tunerLoaded},
@@ -111,8 +119,9 @@ nlohmann::json reportJson(const SimResult& r) {
 std::string reportTable(const SimResult& r) {
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%s  [simulated: seed %llu, %d steps, %d ranks, %llu collectives per rank]\n",
-                r.scenario.c_str(), static_cast<unsigned long long>(r.seed), r.steps, r.ranks,
+  const std::string procs = r.procs > 1 ? " in " + std::to_string(r.procs) + " processes" : "";
+  std::snprintf(buf, sizeof buf, "%s  [simulated: seed %llu, %d steps, %d ranks%s, %llu collectives per rank]\n",
+                r.scenario.c_str(), static_cast<unsigned long long>(r.seed), r.steps, r.ranks, procs.c_str(),
                 static_cast<unsigned long long>(r.collectivesPerRank));
   out += buf;
   out += "  mode            comm time (s)   vs default\n";

@@ -139,6 +139,8 @@ class FakeCluster {
   uint64_t mixed = 0;  // collectives that ran differently on the members
   // Unhealthy links member 100's host reports with verdict v's interval (none when unset).
   std::function<std::vector<LinkNote>(uint64_t)> linksAt;
+  // Member 101's NCCL disables these (a rank of another kind); unset: it reports no cost tables.
+  std::vector<std::pair<int, int>> disabledOnSecond;
 
  private:
   // The members' reports of verdict v's interval: two members, the late one (it alternates) measures the
@@ -147,7 +149,13 @@ class FakeCluster {
     std::vector<MemberEvidence> m(2);
     m[0].memberId = 100, m[1].memberId = 101;
     if (first)
-      for (const Traffic& t : traffic_) m[0].sights.push_back(t.sight());
+      for (const Traffic& t : traffic_) {
+        m[0].sights.push_back(t.sight());
+        if (disabledOnSecond.empty()) continue;
+        Sight s = t.sight();
+        for (auto [a, p] : disabledOnSecond) s.cost[a][p] = -1.0f;
+        m[1].sights.push_back(s);
+      }
     if (linksAt) m[0].links = linksAt(v.index);
     std::set<int> probed;
     for (const ProbeRange& p : v.step.probes) probed.insert(SizeBuckets::index(p.rule.minBytes));
@@ -354,6 +362,20 @@ TEST(CommPolicy, CalibrationFindsTheFastestCandidate) {
   // 3 pair probes and at most 9 channel probes, two in flight, each reported kLag verdicts later.
   EXPECT_LE(at, kLag + 20);
   std::printf("calibrated at verdict %llu after %zu probes\n", static_cast<unsigned long long>(at), probes.size());
+}
+
+// Ranks of two kinds: member 101's NCCL disables ring/simple, the fastest. Running it would leave that rank
+// on NCCL's own choice (a divergence), so the policy never measures it and settles on the best of the rest.
+TEST(CommPolicy, OnlyChoicesEveryMemberEnablesAreRun) {
+  Sim r({trafficA()}, ScenarioA{});
+  r.cluster.disabledOnSecond = {{kAlgoRing, kProtoSimple}};
+  r.until(60);
+  ASSERT_FALSE(r.adapt("calibrated").empty());
+  for (Choice c : r.cluster.everRan[0]) EXPECT_NE(pairOf(c), (std::pair{kAlgoRing, kProtoSimple})) << name(c);
+  auto inc = r.incumbent(trafficA().bucket());
+  ASSERT_TRUE(inc.has_value());
+  EXPECT_EQ(inc->algo, kAlgoTree);  // tree/simple is the next best (105 vs ring/LL128's 125)
+  EXPECT_EQ(inc->proto, kProtoSimple);
 }
 
 TEST(CommPolicy, CalibrationKeepsNcclWhenNcclIsFastest) {

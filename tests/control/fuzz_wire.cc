@@ -5,6 +5,8 @@
 
 #include "control/wire.h"
 
+#include <vector>
+
 using namespace wirewise::control;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -27,6 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         (void)decode(f.payload, &rep);
         (void)decode(f.payload, &h);
         (void)decode(f.payload, &l);
+        std::vector<Report> batch;
+        (void)decodeReports(f.payload, &batch);
       }
     }
   }
@@ -39,6 +43,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)decode(in, &rep);
   (void)decode(in, &l);
   (void)decode(in, &h);
+  std::vector<Report> batch;
+  if (decodeReports(in, &batch)) {  // decode . pack . encode is the identity
+    std::vector<std::vector<uint8_t>> enc;
+    for (const Report& r : batch) enc.push_back(encode(r));
+    std::vector<std::vector<uint8_t>> packed = packReports(enc);
+    std::vector<Report> again;
+    if (packed.size() != 1 || !decodeReports(packed[0], &again) || again.size() != batch.size()) __builtin_trap();
+  }
   Verdict v;
   if (decode(in, &v)) {
     Verdict again;

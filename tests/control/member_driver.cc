@@ -4,7 +4,9 @@
 // every collective. The control plane is configured by the parent through WIREWISE_* variables.
 //
 //   control_member_driver <plugin.so> <out file> <nComms> <nRanks> <collectives> [start delay ms]
-// After writing <out file> it waits for <out file>.go before finalizing: the job ends together (a process
+// A collective whose getCollInfo returns an error is recorded as three 0xFE bytes.
+// WW_TEST_TREE_FIRST=1 makes this process's cost tables prefer Tree over Ring (a rank of another kind, as on
+// a heterogeneous cluster: NVIDIA/nccl #1136). After writing <out file> it waits for <out file>.go before finalizing: the job ends together (a process
 // that hosts the coordinator must outlive the others' last boundary, as rank 0 does in a real job).
 #include <unistd.h>
 
@@ -62,21 +64,27 @@ int main(int argc, char** argv) {
   // One byte each for algorithm, protocol and channels, per collective, comm after comm.
   std::vector<std::vector<uint8_t>> rec(static_cast<size_t>(nComms));
   const loader::CommChannels comm{16, 16, 1};
+  const char* treeFirst = std::getenv("WW_TEST_TREE_FIRST");
+  const bool tree = treeFirst != nullptr && std::string(treeFirst) == "1";
   for (long s = 0; s < nColl; ++s) {
     for (int i = 0; i < nComms; ++i) {
       float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
       for (auto& row : table)
         for (float& c : row) c = -1.0f;
       for (int p = 0; p < NCCL_NUM_PROTOCOLS; ++p) {
-        table[NCCL_ALGO_TREE][p] = 20.0f + static_cast<float>(p);
-        table[NCCL_ALGO_RING][p] = 10.0f + static_cast<float>(p);
+        table[NCCL_ALGO_TREE][p] = (tree ? 10.0f : 20.0f) + static_cast<float>(p);
+        table[NCCL_ALGO_RING][p] = (tree ? 20.0f : 10.0f) + static_cast<float>(p);
       }
       auto coll = static_cast<ncclFunc_t>((s * 7 + i) % 5);
       size_t bytes = size_t{1} << ((s * 13 + i) % 30);
       int nCh = 0;
-      tuner->getCollInfo(ctx[static_cast<size_t>(i)], coll, bytes, 1, table, 0, &nCh);
-      loader::Selection sel = loader::selectAlgo(table, nCh, 8, comm);
       auto& r = rec[static_cast<size_t>(i)];
+      // An error (WIREWISE_SYNC_GIVE_UP_MS): NCCL would fail this collective; recorded as 0xFE x 3.
+      if (tuner->getCollInfo(ctx[static_cast<size_t>(i)], coll, bytes, 1, table, 0, &nCh) != ncclSuccess) {
+        r.insert(r.end(), 3, uint8_t{0xFE});
+        continue;
+      }
+      loader::Selection sel = loader::selectAlgo(table, nCh, 8, comm);
       r.push_back(static_cast<uint8_t>(sel.algo));
       r.push_back(static_cast<uint8_t>(sel.proto));
       r.push_back(static_cast<uint8_t>(sel.nChannels));

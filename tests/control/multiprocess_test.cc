@@ -1,6 +1,7 @@
 // Agreement across real processes (harness: multiprocess_fixture.h): the coordinator issues a random table
-// at every boundary, with connections cut at random, a late joiner, a member that never joins
-// (observe-only), a coordinator that dies, and adversarial clients hammering the coordinator.
+// at every boundary, with connections cut at random, messages delayed (with and without cuts), a late
+// joiner, a member that never joins (observe-only), a coordinator that dies, and adversarial clients
+// hammering the coordinator.
 #include "tests/control/multiprocess_fixture.h"
 
 namespace wirewise::control {
@@ -35,10 +36,101 @@ TEST_F(MultiProcess, ConnectionsCutAtRandom) {
   HostedCoordinator coord(coordPort);
   ASSERT_TRUE(coord.plane->hosting());
   CuttingProxy proxy(job.port, coordPort, 40);
-  auto rec = run(job);
+  auto kids = spawn(job);
+  expectNoInheritedSockets(kids);
+  auto rec = finish(job, kids);
   size_t changed = checkIdentical(job, rec);
   EXPECT_GT(changed, 0u);
   EXPECT_GT(proxy.cuts(), 5);
+  EXPECT_GT(countLog(job.procs, "reconnected"), 0u);
+  EXPECT_EQ(coord.logged("observe-only"), 0u) << "some member's joins never reached the coordinator";
+}
+
+// Delayed messages (docs/control-plane.md, Faults): the proxy holds every chunk of every connection a random
+// 0–30 ms (order kept within a connection), and every 500 ms stalls one connection for 200–400 ms. Members
+// then reach boundaries before their verdict, wait, and say so; every decision still agrees.
+ProxyFaults delays(int cutEveryMs) {
+  ProxyFaults f;
+  f.maxDelayMs = 30;
+  f.burstEveryMs = 500;
+  f.burstMinMs = 200;
+  f.burstMaxMs = 400;
+  f.cutEveryMs = cutEveryMs;
+  return f;
+}
+
+struct DelayedRun {
+  size_t changed = 0;
+  size_t waits = 0, waitingProcs = 0;  // members' WARNs "waiting N ms at boundary ..." and the processes with any
+  int cuts = 0, bursts = 0;
+  uint64_t chunks = 0, delayed = 0;
+  int64_t maxHeldMs = 0;
+};
+
+class DelayedMessages : public MultiProcess {
+ protected:
+  DelayedRun runDelayed(Job& job, bool deterministic, int cutEveryMs) {
+    uint16_t coordPort = freePort();
+    do job.port = freePort();
+    while (job.port == coordPort);
+    job.sync = deterministic ? "deterministic" : "on";
+    job.collectives = 400;      // 42 boundaries per comm: each takes a few round trips of delayed messages
+    job.syncTimeoutMs = "100";  // a wait of 100 ms or more is logged (WARN, stderr)
+    DelayedRun r;
+    {
+      HostedCoordinator coord(coordPort, deterministic);
+      EXPECT_TRUE(coord.plane->hosting());
+      CuttingProxy proxy(job.port, coordPort, delays(cutEveryMs));
+      r.changed = checkIdentical(job, run(job));
+      r.cuts = proxy.cuts();
+      r.bursts = proxy.bursts();
+      r.chunks = proxy.chunks();
+      r.delayed = proxy.delayedChunks();
+      r.maxHeldMs = proxy.maxHeldMs();
+      EXPECT_EQ(coord.logged("observe-only"), 0u) << "some member's joins never reached the coordinator";
+    }
+    const std::string wait = "for the verdict of coordinator";
+    r.waits = countLog(job.procs, wait, "/err", ".txt");
+    for (int p = 0; p < job.procs; ++p)
+      r.waitingProcs += countLog(p + 1, wait, "/err", ".txt") > countLog(p, wait, "/err", ".txt");
+    std::printf("[ delays   ] %zu changed, %llu of %llu chunks held >= 1 ms (longest %lld ms), %d bursts, %d cuts, "
+                "%zu waits of >= 100 ms in %zu processes\n",
+                r.changed, static_cast<unsigned long long>(r.delayed), static_cast<unsigned long long>(r.chunks),
+                static_cast<long long>(r.maxHeldMs), r.bursts, r.cuts, r.waits, r.waitingProcs);
+    // The delays really happened: most chunks were held, and bursts held some for 150 ms and more.
+    EXPECT_GT(r.delayed, r.chunks / 2);
+    EXPECT_GE(r.bursts, 2);
+    EXPECT_GE(r.maxHeldMs, 150);
+    EXPECT_GT(r.changed, 0u) << "random tables never took effect";
+    return r;
+  }
+};
+
+TEST_F(DelayedMessages, EightProcessesAgree) {
+  Job job;
+  auto r = runDelayed(job, false, 0);
+  // A stalled connection's member reaches its next boundary first, waits and logs it.
+  EXPECT_GE(r.waits, 1u);
+}
+
+TEST_F(DelayedMessages, EightProcessesAgreeDeterministic) {
+  Job job;
+  auto r = runDelayed(job, true, 0);
+  // The coordinator waits for every report, so one stalled connection makes every member wait.
+  EXPECT_EQ(r.waitingProcs, static_cast<size_t>(job.procs));
+}
+
+TEST_F(DelayedMessages, EightProcessesAgreeWithConnectionsCut) {
+  Job job;
+  auto r = runDelayed(job, false, 40);
+  EXPECT_GT(r.cuts, 5);
+  EXPECT_GT(countLog(job.procs, "reconnected"), 0u);
+}
+
+TEST_F(DelayedMessages, EightProcessesAgreeDeterministicWithConnectionsCut) {
+  Job job;
+  auto r = runDelayed(job, true, 40);
+  EXPECT_GT(r.cuts, 5);
   EXPECT_GT(countLog(job.procs, "reconnected"), 0u);
 }
 
@@ -152,6 +244,7 @@ TEST_F(MultiProcess, AdversarialClientsAreRejectedAndTheJobGoesOn) {
   EXPECT_GT(checkIdentical(job, rec), 0u);
   CoordinatorStats st = coord.plane->coordinatorStats();
   EXPECT_GE(st.rejected, 4u);
+  EXPECT_GE(coord.logged("dropped connection from"), 4u);
   EXPECT_GE(st.joins, static_cast<uint64_t>(job.procs * job.comms));
 }
 

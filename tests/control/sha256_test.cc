@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <random>
 #include <string>
+#include <vector>
 
 namespace wirewise::control {
 namespace {
@@ -40,6 +43,24 @@ TEST(Sha256, IncrementalEqualsOneShotAtEverySplit) {
   }
 }
 
+// The FIPS vectors above run whichever compression this CPU uses; this pins the other one to it: the x86
+// SHA-extension path and the portable one agree on random states and blocks (on a CPU without the
+// extensions both are the portable one, and the test says so).
+TEST(Sha256, AcceleratedAndPortableCompressionsAgree) {
+  std::printf("sha256: %s compression in use\n", detail::sha256Accelerated() ? "x86 SHA-extension" : "portable");
+  std::mt19937_64 rng(42);
+  for (int n = 0; n < 20000; ++n) {
+    uint32_t a[8], b[8];
+    uint8_t block[64];
+    for (uint32_t& x : a) x = static_cast<uint32_t>(rng());
+    for (uint8_t& x : block) x = static_cast<uint8_t>(rng());
+    std::copy(a, a + 8, b);
+    detail::sha256Block(a, block);
+    detail::sha256BlockPortable(b, block);
+    ASSERT_TRUE(std::equal(a, a + 8, b)) << "block " << n;
+  }
+}
+
 TEST(HmacSha256, Rfc4231) {
   std::string key1(20, '\x0b');
   EXPECT_EQ(hexOf(hmacSha256(bytes(key1), {bytes("Hi There")})),
@@ -49,6 +70,22 @@ TEST(HmacSha256, Rfc4231) {
   std::string key6(131, '\xaa');  // longer than a block: hashed first
   EXPECT_EQ(hexOf(hmacSha256(bytes(key6), {bytes("Test Using Larger Than Block-Size Key - Hash Key First")})),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+TEST(HmacSha256, APrecomputedKeyMacsLikeTheOneShotEveryTime) {
+  std::mt19937_64 rng(7);
+  for (size_t keyLen : {0, 5, 32, 64, 65, 131}) {
+    std::vector<uint8_t> key(keyLen);
+    for (uint8_t& b : key) b = static_cast<uint8_t>(rng());
+    const HmacSha256Key k(key);
+    for (size_t len : {0, 1, 55, 56, 64, 119, 1000}) {
+      std::vector<uint8_t> msg(len);
+      for (uint8_t& b : msg) b = static_cast<uint8_t>(rng());
+      const Digest once = hmacSha256(key, {msg});
+      EXPECT_EQ(k.mac({msg}), once) << keyLen << " " << len;
+      EXPECT_EQ(k.mac({msg}), once) << "a key is not changed by use";
+    }
+  }
 }
 
 TEST(HmacSha256, ConstantTimeCompare) {

@@ -62,6 +62,53 @@ Report evidenceReport() {
   return r;
 }
 
+TEST(Wire, ReportBatchesRoundTripAndSplitAtTheFrameLimit) {
+  std::vector<std::vector<uint8_t>> enc;
+  for (uint64_t m = 0; m < 40; ++m) {
+    Report r = evidenceReport();
+    r.memberId = m;
+    enc.push_back(encode(r));
+  }
+  std::vector<std::vector<uint8_t>> packed = packReports(enc);
+  ASSERT_EQ(packed.size(), 1u);
+  std::vector<Report> out;
+  ASSERT_TRUE(decodeReports(packed[0], &out));
+  ASSERT_EQ(out.size(), 40u);
+  for (uint64_t m = 0; m < 40; ++m) {
+    Report want = evidenceReport();
+    want.memberId = m;
+    EXPECT_EQ(out[m].memberId, m);
+    EXPECT_EQ(out[m].samples, want.samples);
+    EXPECT_EQ(out[m].sights, want.sights);
+    EXPECT_EQ(out[m].links, want.links);
+  }
+  // Full reports (2,000 samples, ~48 KiB each): one per frame, every frame within the limit.
+  Report big = evidenceReport();
+  big.samples.assign(kMaxReportSamples, big.samples[0]);
+  std::vector<std::vector<uint8_t>> bigs(3, encode(big));
+  bigs.push_back(enc[0]);
+  packed = packReports(bigs);
+  ASSERT_EQ(packed.size(), 3u);  // the small one rides with the last big one
+  size_t total = 0;
+  for (const auto& p : packed) {
+    EXPECT_LE(encodeFrame(MsgType::Reports, 1, p, nullptr).size() + kMacBytes, 4 + kMaxFrameBytes);
+    ASSERT_TRUE(decodeReports(p, &out));
+    total += out.size();
+  }
+  EXPECT_EQ(total, 4u);
+  // Every truncation, a trailing byte, an empty batch and a bad report inside are rejected.
+  const std::vector<uint8_t> one = packReports(std::vector<std::vector<uint8_t>>(enc.begin(), enc.begin() + 2))[0];
+  for (size_t n = 0; n < one.size(); ++n)
+    EXPECT_FALSE(decodeReports(std::span<const uint8_t>(one.data(), n), &out)) << n;
+  std::vector<uint8_t> trailing = one;
+  trailing.push_back(0);
+  EXPECT_FALSE(decodeReports(trailing, &out));
+  EXPECT_FALSE(decodeReports(std::vector<uint8_t>{0, 0, 0, 0}, &out));
+  std::vector<uint8_t> bad = one;
+  bad[4 + 4 + 40] ^= 0x7f;  // the first report's sample count (after count, length and 5 u64 fields)
+  EXPECT_FALSE(decodeReports(bad, &out));
+}
+
 TEST(Wire, ReportsCarryTheirEvidence) {
   Report r = evidenceReport(), r2;
   ASSERT_TRUE(decode(encode(r), &r2));

@@ -23,6 +23,15 @@ WIREWISE_POLICY=random-test "$bin" simulate "$scenario" --steps 5 --quiet --poli
 grep -q '"policy": "static"' "$out/static.json" || { echo "--policy static not in force"; exit 1; }
 grep -q '"sync": "off"' "$out/static.json" || { echo "--sync off not in force"; exit 1; }
 if "$bin" simulate "$scenario" --steps 5 --quiet --sync sometimes 2>/dev/null; then echo "a bad --sync must fail"; exit 1; fi
+# --procs: two processes, the same comm times as the one-process run above (seed 9).
+"$bin" simulate "$scenario" --steps 5 --seed 9 --quiet --procs 2 --report "$out/procs.json"
+grep -q '"procs": 2' "$out/procs.json" || { echo "--procs 2 not in the report"; exit 1; }
+[ "$(grep -c '"first_rank"' "$out/procs.json")" = 2 ] || { echo "--procs 2 did not report two processes"; exit 1; }
+[ "$(grep '"comm_time_us"' "$out/procs.json")" = "$(grep '"comm_time_us"' "$out/file.json")" ] ||
+  { echo "--procs 2 changed the comm times"; exit 1; }
+if "$bin" simulate "$scenario" --steps 5 --quiet --procs 17 2>"$out/err.txt"; then echo "--procs above the ranks must fail"; exit 1; fi
+grep -q "procs must be between 1 and" "$out/err.txt"
+if "$bin" simulate "$scenario" --steps 5 --quiet --procs 0 2>/dev/null; then echo "--procs 0 must fail"; exit 1; fi
 if "$bin" simulate /nonexistent.json --quiet 2>"$out/err.txt"; then echo "a missing file must fail"; exit 1; fi
 grep -q nonexistent "$out/err.txt"
 echo ok
