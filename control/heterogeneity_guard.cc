@@ -6,7 +6,7 @@
 namespace wirewise::control {
 namespace {
 
-constexpr float kExcluded = 3.6e9f;  // NCCL's "never": costs at or above it are not eligible
+constexpr float kExcluded = CostTableView::kExcluded;  // NCCL's "never": costs at or above it are not eligible
 
 bool enabled(float v) { return v >= 0.0f && v < kExcluded; }
 

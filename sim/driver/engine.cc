@@ -119,6 +119,21 @@ std::vector<int> addComms(PluginHost& host, const Plan& plan, const std::vector<
   return hostComm;
 }
 
+// What playSteps needs to run process `index`'s ranks of the scenario through `host`.
+StepsIn stepsFor(const Scenario& sc, const Plan& plan, uint64_t seed, int steps, PluginHost& host,
+                 const Ownership& owners, ProcessGroup& group) {
+  StepsIn in;
+  in.scenario = &sc;
+  in.plan = &plan;
+  in.seed = seed;
+  in.steps = steps;
+  in.host = &host;
+  in.hostComm = addComms(host, plan, owners.members[group.index()]);
+  in.owners = &owners;
+  in.group = &group;
+  return in;
+}
+
 // A child process: its ranks in lock-step with process 0, then its host's state in a last frame. It never
 // returns: whatever happens, it leaves through exitChild.
 [[noreturn]] void runChild(const Scenario& sc, const SimOptions& opt, const Plan& plan, uint64_t seed, int steps,
@@ -130,16 +145,7 @@ std::vector<int> addComms(PluginHost& host, const Plan& plan, const std::vector<
     // Process 0 loads the plugin first, so that it hosts the coordinator and outlives every member.
     group.receive('G');
     PluginHost host(opt.pluginPath, opt.profilerPath, &simLogger);
-    StepsIn in;
-    in.scenario = &sc;
-    in.plan = &plan;
-    in.seed = seed;
-    in.steps = steps;
-    in.host = &host;
-    in.hostComm = addComms(host, plan, owners.members[group.index()]);
-    in.owners = &owners;
-    in.group = &group;
-    playSteps(in);
+    playSteps(stepsFor(sc, plan, seed, steps, host, owners, group));
     const HostInfo info = hostInfo(host);
     // Finalize flushes this process's log before process 0 reads it.
     host.finalizeAll();
@@ -192,15 +198,7 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
   std::vector<HostInfo> infos;
   try {
     PluginHost& host = hostSlot.emplace(opt.pluginPath, opt.profilerPath, &simLogger);
-    StepsIn in;
-    in.scenario = &sc;
-    in.plan = &plan;
-    in.seed = seed;
-    in.steps = steps;
-    in.host = &host;
-    in.hostComm = addComms(host, plan, owners.members[0]);
-    in.owners = &owners;
-    in.group = &group;
+    StepsIn in = stepsFor(sc, plan, seed, steps, host, owners, group);  // group.index() is 0 here
     in.progress = opt.progress;
     if (procs > 1) group.broadcast('G', "");
     out = playSteps(in);

@@ -196,6 +196,16 @@ class MultiProcess : public ::testing::Test {
     }
   }
 
+  // Waits (up to 30 s) until every member of every comm has logged verdict `index`; false if they did not.
+  bool awaitVerdict(const Job& job, int index) const {
+    const std::string needle = "\"index\":" + std::to_string(index) + ",";
+    const auto all = static_cast<size_t>(job.procs * job.comms);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (countLog(job.procs, needle) < all && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return countLog(job.procs, needle) >= all;
+  }
+
   size_t countLog(int procs, const std::string& needle, const char* file = "/log", const char* ext = ".jsonl") const {
     size_t n = 0;
     for (int p = 0; p < procs; ++p) {

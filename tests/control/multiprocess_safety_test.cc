@@ -61,11 +61,7 @@ TEST_F(MultiProcess, GiveUpTurnsALostCoordinatorIntoErrorsNotAHang) {
   for (int p = 0; p < job.procs; ++p) job.env[p]["WIREWISE_SYNC_GIVE_UP_MS"] = "1000";
   auto coord = std::make_unique<HostedCoordinator>(job.port);
   auto kids = spawn(job);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (countLog(job.procs, "\"index\":20,") < static_cast<size_t>(job.procs * job.comms) &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_GE(countLog(job.procs, "\"index\":20,"), static_cast<size_t>(job.procs * job.comms)) << "no progress";
+  ASSERT_TRUE(awaitVerdict(job, 20)) << "no progress";
   coord.reset();
   // No kill: every process finishes on its own, each collective after its give-up point failed.
   auto rec = finish(job, kids);

@@ -162,12 +162,9 @@ TEST_F(MultiProcess, CoordinatorKilledMembersWaitAndExplain) {
   job.syncTimeoutMs = "200";
   auto coord = std::make_unique<HostedCoordinator>(job.port);
   auto kids = spawn(job);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (countLog(job.procs, "\"index\":20,") < static_cast<size_t>(job.procs * job.comms) &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_GE(countLog(job.procs, "\"index\":20,"), static_cast<size_t>(job.procs * job.comms)) << "no progress";
+  ASSERT_TRUE(awaitVerdict(job, 20)) << "no progress";
   coord.reset();  // the coordinator's process is gone
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   const std::string needle = "for the verdict of coordinator 127.0.0.1:" + std::to_string(job.port);
   auto explained = [&](int p) { return countLog(p + 1, needle, "/err", ".txt") - countLog(p, needle, "/err", ".txt"); };
   auto allExplained = [&] {
