@@ -9,10 +9,19 @@ CommAgreement::CommAgreement(uint64_t commId, uint32_t nRanks, uint32_t nNodes, 
 
 void CommAgreement::issue(Verdict v) { verdicts_.push_back(std::move(v)); }
 
+ptrdiff_t CommAgreement::indexOf(uint64_t memberId) const {
+  auto at = std::lower_bound(members_.begin(), members_.end(), memberId);
+  return at != members_.end() && *at == memberId ? at - members_.begin() : -1;
+}
+
 void CommAgreement::join(uint64_t memberId, int64_t nowMs) {
   if (firstJoinMs_ < 0) firstJoinMs_ = nowMs;
   // Beyond nRanks distinct members something is wrong (a stale member of a reused id): never count more.
-  if (members_.size() < nRanks_) members_.insert(memberId);
+  auto at = std::lower_bound(members_.begin(), members_.end(), memberId);
+  if (members_.size() < nRanks_ && (at == members_.end() || *at != memberId)) {
+    reported_.insert(reported_.begin() + (at - members_.begin()), 0);
+    members_.insert(at, memberId);
+  }
   if (verdicts_.empty() && members_.size() == nRanks_) {
     std::vector<Report> none;
     uint64_t spacing = std::clamp(params_.fixedSpacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
@@ -25,9 +34,12 @@ void CommAgreement::join(uint64_t memberId, int64_t nowMs) {
 void CommAgreement::report(const Report& r, int64_t nowMs) {
   if (verdicts_.empty() || observeOnly()) return;
   // NCCL's cost tables count even in a report that comes too late for its verdict: each is sent only once.
-  if (members_.count(r.memberId)) guard_.observe(r.memberId, r.sights);
+  ptrdiff_t i = indexOf(r.memberId);
+  if (i >= 0) guard_.observe(r.memberId, r.sights);
   if (r.index + 1 != verdicts_.size() || r.seq != verdicts_.back().boundary) return;  // stale or early
-  if (!members_.count(r.memberId) || !pendingFrom_.insert(r.memberId).second) return;
+  if (i < 0 || reported_[static_cast<size_t>(i)]) return;
+  reported_[static_cast<size_t>(i)] = 1;
+  ++nReported_;
   if (firstReportMs_ < 0) firstReportMs_ = nowMs;
   pending_.push_back(r);
   maybeDecide(nowMs);
@@ -44,7 +56,7 @@ void CommAgreement::tick(int64_t nowMs) {
 
 void CommAgreement::maybeDecide(int64_t nowMs) {
   if (pending_.empty()) return;
-  bool all = pendingFrom_.size() >= nRanks_;
+  bool all = nReported_ >= nRanks_;
   bool waited = !params_.deterministic && nowMs - firstReportMs_ >= params_.reportWaitMs;
   if (!all && !waited) return;
   const Verdict& prev = verdicts_.back();
@@ -70,7 +82,8 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
   uint64_t b = prev.next;
   issue({commId_, prev.index + 1, b, b + spacing, false, out.reason, out.rules});
   pending_.clear();
-  pendingFrom_.clear();
+  std::fill(reported_.begin(), reported_.end(), 0);
+  nReported_ = 0;
   firstReportMs_ = -1;
 }
 

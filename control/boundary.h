@@ -13,7 +13,7 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
+#include <cstddef>
 #include <vector>
 
 #include "control/heterogeneity_guard.h"
@@ -58,18 +58,23 @@ class CommAgreement {
  private:
   void issue(Verdict v);
   void maybeDecide(int64_t nowMs);
+  // Position of memberId in members_, or -1.
+  ptrdiff_t indexOf(uint64_t memberId) const;
 
   uint64_t commId_;
   uint32_t nRanks_, nNodes_;
   AgreementParams params_;
   Policy* policy_;
-  std::set<uint64_t> members_;
+  // Member ids, sorted (at most nRanks), and whether each has reported at the newest boundary: a report
+  // costs a binary search and no allocation.
+  std::vector<uint64_t> members_;
+  std::vector<uint8_t> reported_;
+  size_t nReported_ = 0;
   int64_t firstJoinMs_ = -1;
   std::vector<Verdict> verdicts_;
   size_t taken_ = 0;
   // Reports at B_{verdicts_.size()-1}, the boundary of the newest verdict.
   std::vector<Report> pending_;
-  std::set<uint64_t> pendingFrom_;
   int64_t firstReportMs_ = -1;
   HeterogeneityGuard guard_;
 };

@@ -46,7 +46,7 @@ void Session::send(MsgType type, std::vector<uint8_t> payload) {
     beforeKey_.emplace_back(type, std::move(payload));
     return;
   }
-  auto frame = encodeFrame(type, ++sendCounter_, payload, &sendKey_);
+  auto frame = encodeFrame(type, ++sendCounter_, payload, &*sendKey_);
   queuedBytes_ += frame.size();
   out_.push_back(std::move(frame));
   if (!writing_) writeNext();
@@ -91,7 +91,7 @@ void Session::consume() {
       SessionKeys k =
           server_ ? deriveSessionKeys(jobKey_, myNonce_, h.nonce) : deriveSessionKeys(jobKey_, h.nonce, myNonce_);
       reader_.setKey(server_ ? k.toServer : k.toClient);
-      sendKey_ = server_ ? k.toClient : k.toServer;
+      sendKey_.emplace(server_ ? k.toClient : k.toServer);
       keyed_ = true;
       auto pending = std::move(beforeKey_);
       beforeKey_.clear();

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,7 @@ class Session : public std::enable_shared_from_this<Session> {
   uint8_t rbuf_[16384];
   Nonce myNonce_{};
   bool keyed_ = false, writing_ = false, closed_ = false;
-  Digest sendKey_{};
+  std::optional<HmacSha256Key> sendKey_;  // pads precomputed once: every frame's MAC reuses them
   uint64_t sendCounter_ = 0;
   std::vector<std::pair<MsgType, std::vector<uint8_t>>> beforeKey_;
   std::deque<std::vector<uint8_t>> out_;
