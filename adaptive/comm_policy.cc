@@ -26,12 +26,6 @@ constexpr double kBurstCollectives = 192;
 constexpr int kMaxOutstanding = 2;   // probes of one bucket in flight (results come back two verdicts later)
 constexpr uint64_t kProbeTimeout = 4;  // verdicts after which an unmeasured probe is given up (or retried)
 
-std::string hexId(uint64_t id) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, id);
-  return buf;
-}
-
 std::string decisionName(const Decision& d) {
   if (d.keepsNccl()) return "nccl";
   return std::string(algoName(d.algo)) + "/" + std::string(protoName(d.proto)) + "/" + std::to_string(d.nChannels);
@@ -196,7 +190,7 @@ nlohmann::json CommPolicy::bucketFields(const Bucket& b) const {
 
 void CommPolicy::emit(nlohmann::json ev, uint64_t index, uint64_t boundary) const {
   if (!emit_) return;
-  ev["comm"] = hexId(commId_);
+  ev["comm"] = commIdHex(commId_);
   ev["index"] = index;
   ev["boundary"] = boundary;
   emit_(std::move(ev));

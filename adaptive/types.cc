@@ -3,6 +3,8 @@
 #include "adaptive/types.h"
 
 #include <array>
+#include <cinttypes>
+#include <cstdio>
 #include <string>
 
 namespace wirewise {
@@ -89,6 +91,12 @@ double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks
   }
   // bytes per ns is GB/s (1e9 bytes per second), the unit nccl-tests prints.
   return static_cast<double>(bytes) / static_cast<double>(durationNs) * factor;
+}
+
+std::string commIdHex(uint64_t id) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, id);
+  return buf;
 }
 
 }  // namespace wirewise

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace wirewise {
@@ -78,6 +79,8 @@ int parseColl(std::string_view s);
 // nccl-tests' bus bandwidth in GB/s (bytes per ns) for nRanks ranks: factor AllReduce 2(n-1)/n;
 // AllGather, ReduceScatter (n-1)/n; Broadcast, Reduce 1. `bytes` is what the tuner saw (for
 // AllGather/ReduceScatter the total buffer). 0 for an unknown collective, no time or no ranks.
-double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks) noexcept;          // 0..4, kAny for "-1"/"any"; -2 bad. Accepts NCCL spellings.
+double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks) noexcept;
+// A communicator id as the log and the CLI show it: "0x" and 16 hex digits.
+std::string commIdHex(uint64_t id);
 
 }  // namespace wirewise

@@ -47,11 +47,7 @@ __attribute__((destructor)) void stopAtUnload() {
 
 }  // namespace
 
-std::string Runtime::hexId(uint64_t id) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, id);
-  return buf;
-}
+std::string Runtime::hexId(uint64_t id) { return commIdHex(id); }
 
 Runtime* Runtime::acquire(const EnvSource& env) {
   std::lock_guard<std::mutex> lock(gMu);
