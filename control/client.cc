@@ -1,5 +1,6 @@
 #include "control/client.h"
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 
 namespace wirewise::control {
@@ -44,6 +45,8 @@ void Client::add(std::shared_ptr<Member> m) {
 
 void Client::remove(const std::shared_ptr<Member>& m) {
   std::erase(members_, m);
+  if (std::none_of(members_.begin(), members_.end(), [&](const auto& o) { return o->commId() == m->commId(); }))
+    lastTables_.erase(m->commId());
   if (session_ && session_->open()) session_->send(MsgType::Leave, encode(Leave{m->commId(), m->memberId()}));
 }
 
@@ -124,7 +127,12 @@ void Client::onFrame(const Frame& f) {
   std::shared_ptr<const DecisionTable> table;  // built once, on first need, for all members of the comm
   for (auto& m : members_) {
     if (m->commId() != v.commId || m->delivered() != v.index) continue;
-    if (!table && !v.observeOnly) table = DecisionTable::build(v.rules, v.reason);
+    if (!table && !v.observeOnly) {
+      LastTable& last = lastTables_[v.commId];
+      if (!last.table || last.rules != v.rules || last.reason != v.reason)
+        last = {v.rules, v.reason, DecisionTable::build(v.rules, v.reason)};
+      table = last.table;
+    }
     if (m->deliver(v, table) != nullptr && onVerdict_) onVerdict_(*m, v);
   }
 }

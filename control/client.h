@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,14 @@ class Client {
   bool connecting_ = false, stopped_ = false, warned_ = false;
   uint64_t connects_ = 0;
   std::vector<std::shared_ptr<Member>> members_;
+  // The newest table built per communicator: most verdicts repeat the table in force (the policy changes
+  // it rarely), and an identical verdict reuses the built table instead of building it again.
+  struct LastTable {
+    std::vector<TableRule> rules;
+    std::string reason;
+    std::shared_ptr<const DecisionTable> table;
+  };
+  std::map<uint64_t, LastTable> lastTables_;
 };
 
 }  // namespace wirewise::control

@@ -84,12 +84,13 @@ ListenComm::~ListenComm() {
       if (s.fd >= 0) close(s.fd);
 }
 
-Status openListen(const Device& dev, NetHandle* handle, ListenComm** out) {
+Status openListen(const Device& dev, const TransportConfig& config, NetHandle* handle, ListenComm** out) {
   auto* lc = new (std::nothrow) ListenComm;
   if (lc == nullptr) return Status::kSystemError;
+  lc->railTimeoutNs = config.railTimeoutMs * 1'000'000ull;
   std::memset(handle, 0, sizeof *handle);
   handle->magic = kHandleMagic;
-  handle->version = 1;
+  handle->version = kHandleVersion;
   for (const Rail& rail : dev.rails) {
     if (handle->nRails == kMaxRails) break;
     int fd = socket(rail.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -148,8 +149,7 @@ Status acceptStep(ListenComm* lc, RecvComm** recvComm) {
     if (n > 0) p.got += static_cast<size_t>(n);
     bool complete = p.got == sizeof(Hello);
     const Hello& h = p.hello;
-    bool valid = complete && h.magic == kHelloMagic && h.nStreams >= 1 && h.nStreams <= kMaxStreams &&
-                 h.streamIndex < h.nStreams && h.rail < kMaxRails;
+    bool valid = complete && validHello(h);
     if (n > 0 && !complete) continue;  // read the rest of this hello now
     if (!valid) {  // a stranger, a malformed hello or a peer gone mid-setup: drop it, keep listening
       close(p.fd);
@@ -173,7 +173,7 @@ Status acceptStep(ListenComm* lc, RecvComm** recvComm) {
   }
   for (size_t i = 0; i < lc->groups.size(); ++i) {
     if (lc->groups[i].count != static_cast<int>(lc->groups[i].fds.size())) continue;
-    auto* rc = new (std::nothrow) RecvComm(lc->groups[i].fds);
+    auto* rc = new (std::nothrow) RecvComm(lc->groups[i].fds, lc->railTimeoutNs);
     if (rc == nullptr) return Status::kSystemError;
     lc->groups.erase(lc->groups.begin() + static_cast<long>(i));
     *recvComm = rc;
@@ -185,9 +185,7 @@ Status acceptStep(ListenComm* lc, RecvComm** recvComm) {
 Status connectStep(const Device& local, const TransportConfig& config, void* handle, SendComm** sendComm) {
   *sendComm = nullptr;
   NetHandle h;
-  std::memcpy(&h, handle, sizeof h);
-  if (h.magic != kHandleMagic || h.version != 1 || h.nRails < 1 || h.nRails > kMaxRails)
-    return Status::kInternalError;
+  if (!parseHandle(handle, &h)) return Status::kInternalError;
   auto* stage = reinterpret_cast<ConnectStage*>(h.stage);
   if (stage == nullptr) {
     stage = new (std::nothrow) ConnectStage;
@@ -255,10 +253,15 @@ Status connectStep(const Device& local, const TransportConfig& config, void* han
   if (!all) return Status::kOk;
   std::vector<StreamFd> fds;
   for (auto& s : stage->streams) fds.push_back({s.fd, s.rail});
-  std::vector<double> weights;
+  // Link speeds (Mb/s -> bytes/s) are only the starting point: the scheduler measures every rail.
+  std::vector<double> rates;
   for (int r = 0; r < stage->nRails; ++r)
-    weights.push_back(r < static_cast<int>(local.rails.size()) ? local.rails[r].speedMbps : 1.0);
-  auto* sc = new (std::nothrow) SendComm(fds, stage->nRails, weights, config.chunkBytes);
+    rates.push_back(r < static_cast<int>(local.rails.size()) ? local.rails[r].speedMbps * 125000.0 : 0.0);
+  CommOptions opt;
+  opt.chunkBytes = config.chunkBytes;
+  opt.railTimeoutNs = config.railTimeoutMs * 1'000'000ull;
+  opt.sched.queueTargetNs = config.queueTargetMs * 1'000'000ull;
+  auto* sc = new (std::nothrow) SendComm(fds, stage->nRails, rates, opt);
   if (sc == nullptr) return Status::kSystemError;
   stage->streams.clear();  // the fds now belong to the comm
   dropStage(handle, stage);

@@ -26,13 +26,14 @@ struct ListenComm {
     std::vector<StreamFd> fds;
     int count;
   };
+  uint64_t railTimeoutNs = 0;
   std::vector<int> fds;
   std::vector<Pending> pending;
   std::vector<Group> groups;
   ~ListenComm();
 };
 
-Status openListen(const Device& dev, NetHandle* handle, ListenComm** out);
+Status openListen(const Device& dev, const TransportConfig& config, NetHandle* handle, ListenComm** out);
 // One step of accepting: *recvComm stays null until every stream of some connection has said hello.
 Status acceptStep(ListenComm* lc, RecvComm** recvComm);
 // One step of connecting to `handle` (copied from the peer; its stage field is ours).

@@ -34,7 +34,7 @@ Global& global() {
 // The net settings come from the one WIREWISE_* registry (runtime/settings.h). A bad value never fails
 // anything: one WARN through NCCL's logger naming variable, value and range, and the default. Only the
 // net face's own variables are reported here; the runtime reports the rest.
-void readNetSettings(TransportConfig* c, LogFn log) {
+void readNetSettings(TransportConfig* c, IfSettings* rails, LogFn log) {
   std::vector<std::string> warnings;
   Settings s = readSettings(processEnv(), "", static_cast<long>(getpid()), &warnings);
   for (const auto& w : warnings) {
@@ -42,6 +42,8 @@ void readNetSettings(TransportConfig* c, LogFn log) {
   }
   c->streamsPerRail = static_cast<int>(s.netStreams);
   c->chunkBytes = static_cast<size_t>(s.netChunkKb) << 10;
+  rails->wirewise = s.netIfnames;
+  if (const char* v = processEnv()("NCCL_SOCKET_IFNAME")) rails->nccl = v;
 }
 
 bool lookupDevice(int dev, Device* out, TransportConfig* config) {
@@ -71,8 +73,9 @@ Status netInit(LogFn log) {
   if (log != nullptr) g.log = log;
   if (!g.haveDevices) {
     TransportConfig& c = g.config;
-    readNetSettings(&c, g.log);
-    g.devices = discoverDevices();
+    IfSettings rails;
+    readNetSettings(&c, &rails, g.log);
+    g.devices = discoverDevices(rails, g.log);
     g.haveDevices = true;
   }
   return g.devices.empty() ? Status::kSystemError : Status::kOk;
@@ -119,11 +122,12 @@ Status listen(int dev, void* handle, void** listenComm) {
   if (handle == nullptr || listenComm == nullptr) return Status::kInternalError;
   *listenComm = nullptr;
   Device d;
-  if (!lookupDevice(dev, &d, nullptr)) return Status::kInvalidArgument;
+  TransportConfig config;
+  if (!lookupDevice(dev, &d, &config)) return Status::kInvalidArgument;
   std::memset(handle, 0, kHandleBytes);
   NetHandle h;
   ListenComm* lc = nullptr;
-  if (Status s = openListen(d, &h, &lc); s != Status::kOk) {
+  if (Status s = openListen(d, config, &h, &lc); s != Status::kOk) {
     warn("wirewise net: listen failed");
     return s;
   }
@@ -168,7 +172,7 @@ Status deregMr(void* /*comm*/, void* /*mhandle*/) { return Status::kOk; }
 Status isend(void* sendComm, void* data, size_t size, int tag, void** request) {
   auto* sc = static_cast<SendComm*>(sendComm);
   if (sc == nullptr || request == nullptr || (data == nullptr && size > 0)) return Status::kInternalError;
-  Request* r = sc->post(data, size, tag);
+  SendRequest* r = sc->post(data, size, tag);
   *request = r;
   if (r != nullptr) (void)sc->progress();  // a failure sticks to the comm and surfaces from test()
   return Status::kOk;
@@ -176,9 +180,11 @@ Status isend(void* sendComm, void* data, size_t size, int tag, void** request) {
 
 Status irecv(void* recvComm, int n, void** data, const size_t* sizes, const int* tags, void** request) {
   auto* rc = static_cast<RecvComm*>(recvComm);
-  if (rc == nullptr || request == nullptr || n != kMaxRecvs || data == nullptr || sizes == nullptr)
+  if (rc == nullptr || request == nullptr || n < 1 || n > kMaxRecvs || data == nullptr || sizes == nullptr)
     return Status::kInternalError;
-  Request* r = rc->post(data[0], sizes[0], tags != nullptr ? tags[0] : 0);
+  for (int i = 0; i < n; ++i)
+    if (data[i] == nullptr && sizes[i] > 0) return Status::kInternalError;
+  RecvRequest* r = rc->post(n, data, sizes, tags);
   *request = r;
   if (r != nullptr) (void)rc->progress();  // as isend: errors surface from test()
   return Status::kOk;
@@ -190,11 +196,12 @@ Status iflush(void* /*recvComm*/, void** request) {
 }
 
 Status test(void* request, int* done, int* sizes) {
-  auto* r = static_cast<Request*>(request);
-  if (r == nullptr || done == nullptr) return Status::kInternalError;
+  auto* base = static_cast<RequestBase*>(request);
+  if (base == nullptr || done == nullptr) return Status::kInternalError;
   *done = 0;
   Status s = Status::kOk;
-  if (r->kind == ReqKind::kSend) {
+  if (base->kind == ReqKind::kSend) {
+    auto* r = static_cast<SendRequest*>(base);
     auto* sc = static_cast<SendComm*>(r->comm);
     if (!r->complete) s = sc->progress();
     if (r->complete) {
@@ -203,12 +210,14 @@ Status test(void* request, int* done, int* sizes) {
       sc->retire(r);
       return Status::kOk;
     }
-  } else if (r->kind == ReqKind::kRecv) {
+  } else if (base->kind == ReqKind::kRecv) {
+    auto* r = static_cast<RecvRequest*>(base);
     auto* rc = static_cast<RecvComm*>(r->comm);
     if (!r->complete) s = rc->progress();
     if (r->complete) {
       *done = 1;
-      if (sizes != nullptr) sizes[0] = static_cast<int>(r->need);
+      if (sizes != nullptr)
+        for (int i = 0; i < r->n; ++i) sizes[i] = static_cast<int>(r->slots[i].size);
       rc->retire(r);
       return Status::kOk;
     }
@@ -241,11 +250,36 @@ std::vector<RailStats> sendRailStats(void* sendComm) {
   if (sc == nullptr) return out;
   const RailScheduler& s = sc->scheduler();
   for (int r = 0; r < s.rails(); ++r) {
-    RailStats rs{s.bytes(r), s.chunks(r), s.busyNs(r), s.weight(r), 0, 0};
+    RailStats rs;
+    rs.bytes = s.assigned(r);
+    rs.chunks = s.chunks(r);
+    rs.busyNs = s.busyNs(r);
+    rs.weight = s.rate(r);
+    rs.share = s.share(r);
+    rs.up = s.up(r);
     sc->tcpInfo(r, &rs.rttUs, &rs.retransmits);
     out.push_back(rs);
   }
   return out;
+}
+
+static_assert(sizeof(CommTelemetry::rail) / sizeof(RailTelemetry) == kMaxRails);
+
+bool sendTelemetry(void* sendComm, CommTelemetry* out) {
+  auto* sc = static_cast<SendComm*>(sendComm);
+  if (sc == nullptr || out == nullptr) return false;
+  const RailScheduler& s = sc->scheduler();
+  *out = CommTelemetry{};
+  out->rails = s.rails();
+  for (int r = 0; r < s.rails(); ++r) {
+    out->rail[r].bytesDelivered = s.publishedDelivered(r);
+    out->rail[r].share = s.publishedShare(r);
+    out->rail[r].rateBytesPerS = s.publishedRate(r);
+    out->rail[r].up = s.publishedUp(r);
+  }
+  out->lastShareChangeNs = s.publishedShiftNs();
+  out->resentChunks = sc->resentChunks();
+  return true;
 }
 
 }  // namespace wirewise::net

@@ -21,13 +21,17 @@ namespace wirewise::net {
 enum class Status { kOk, kSystemError, kInternalError, kInvalidArgument, kInvalidUsage, kRemoteError };
 
 inline constexpr int kMaxRequests = 32;    // NCCL_NET_MAX_REQUESTS: in flight per comm
-inline constexpr int kMaxRecvs = 1;        // grouped receives per irecv (n); tags are carried on the wire
+inline constexpr int kMaxRecvs = 8;        // buffers per irecv (n), matched to messages by tag
 inline constexpr size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
 inline constexpr int kPtrHost = 0x1;       // NCCL_PTR_HOST
 
 struct TransportConfig {
   int streamsPerRail = 1;          // TCP connections per rail in every send/recv comm
   size_t chunkBytes = 256 << 10;   // messages larger than this are striped in chunks of this size
+  // A stream with bytes outstanding and no acknowledgement for this long, while the peer's window is
+  // open, is dead: its unacknowledged chunks are resent on the other streams.
+  uint64_t railTimeoutMs = 2000;
+  uint64_t queueTargetMs = 30;     // bytes outstanding per rail: at most this long at its measured rate
 };
 
 struct DeviceProps {
@@ -42,13 +46,15 @@ struct DeviceProps {
   size_t maxCollBytes = 0;
 };
 
-// Per-rail accounting of one send comm (bytes handed to the kernel and the time chunks spent queued on
-// the stream), the raw material for throughput-following weights.
+// Per-rail accounting of one send comm: bytes assigned (headers included), chunks, the time the rail had
+// bytes outstanding, its measured delivery rate (bytes/s) and current share of new chunks.
 struct RailStats {
   uint64_t bytes = 0;
   uint64_t chunks = 0;
   uint64_t busyNs = 0;
-  double weight = 0.0;
+  double weight = 0.0;        // the measured delivery rate, bytes/s
+  double share = 0.0;
+  bool up = true;
   uint32_t rttUs = 0;         // kernel's smoothed RTT (TCP_INFO), worst stream of the rail
   uint64_t retransmits = 0;   // TCP_INFO total retransmitted segments, summed over the rail's streams
 };
@@ -56,7 +62,7 @@ struct RailStats {
 using LogFn = void (*)(const char* msg);
 
 // Library-wide setup; idempotent and thread-safe. Reads WIREWISE_NET_STREAMS and WIREWISE_NET_CHUNK_KB
-// once here (never on the data path). Devices default to discoverDevices().
+// once here (never on the data path). Devices default to discoverDevices() with WIREWISE_NET_IFNAMES / NCCL_SOCKET_IFNAME.
 Status netInit(LogFn log);
 // Tests inject their own device list and config; call before or instead of netInit's discovery.
 void setDevices(std::vector<Device> devices);
@@ -70,6 +76,8 @@ Status accept(void* listenComm, void** recvComm);
 Status regMr(void* comm, void* data, size_t size, int type, void** mhandle);
 Status deregMr(void* comm, void* mhandle);
 Status isend(void* sendComm, void* data, size_t size, int tag, void** request);
+// n (1..kMaxRecvs) buffers under one request: the next n messages of the connection, each placed in the
+// buffer with its tag; test() reports n sizes.
 Status irecv(void* recvComm, int n, void** data, const size_t* sizes, const int* tags, void** request);
 Status iflush(void* recvComm, void** request);
 // sizes: one int per buffer of the request (n for irecv, 1 for isend); may be null.
@@ -78,7 +86,26 @@ Status closeSend(void* sendComm);
 Status closeRecv(void* recvComm);
 Status closeListen(void* listenComm);
 
-// Introspection for tests and telemetry; rails of a send comm in rail order.
+// Introspection for tests; rails of a send comm in rail order. Same thread as the data path (it reads the
+// scheduler's working state and calls TCP_INFO).
 std::vector<RailStats> sendRailStats(void* sendComm);
+
+// What the runtime may read about a send comm's rails from any thread while the comm is open (for
+// `rail_shift` events): relaxed atomic reads refreshed at every rate sample (~10 ms of busy time), no
+// allocation, lock or syscall. Times are CLOCK_MONOTONIC nanoseconds.
+struct RailTelemetry {
+  uint64_t bytesDelivered = 0;   // acknowledged by the peer's kernel (headers included)
+  double share = 0.0;            // of new chunks, 0..1 (0 for a rail that is down)
+  double rateBytesPerS = 0.0;    // measured delivery rate
+  bool up = true;
+};
+struct CommTelemetry {
+  int rails = 0;
+  RailTelemetry rail[4];         // kMaxRails
+  uint64_t lastShareChangeNs = 0;  // the last time any rail's share moved by 10 points, or a rail died
+  uint64_t resentChunks = 0;
+};
+// False for a null comm. Safe against concurrent progress; never call it after closeSend.
+bool sendTelemetry(void* sendComm, CommTelemetry* out);
 
 }  // namespace wirewise::net

@@ -1,14 +1,20 @@
 // What crosses the wire and the 128-byte handle NCCL exchanges between ranks. Both ends run the same
 // library build, so these are fixed-layout PODs copied with memcpy (never cast from unaligned bytes).
+// The parse/validate helpers below are the only places that decide whether peer bytes are acceptable;
+// tests/net/fuzz_net_wire.cc drives them (and the code behind them) with arbitrary input.
 #pragma once
+
+#include <sys/socket.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace wirewise::net {
 
 inline constexpr uint32_t kHandleMagic = 0x57574e31;  // "WWN1"
 inline constexpr uint32_t kHelloMagic = 0x57574831;   // "WWH1"
+inline constexpr uint8_t kHandleVersion = 2;          // 2: 40-byte chunk headers with kinds (cut notices)
 inline constexpr int kMaxRails = 4;
 inline constexpr int kMaxStreams = 16;
 
@@ -42,14 +48,45 @@ struct Hello {
 };
 static_assert(sizeof(Hello) == 24);
 
+enum class ChunkKind : uint16_t { kData = 1, kCut = 2 };
+
 // Precedes every chunk. seq numbers messages in isend order; a zero-byte message is one chunk of len 0.
+// A kCut notice (no payload) tells the receiver that stream `cutStream` died at the sender: nothing at or
+// after byte `offset` of that stream may be used (it is resent on the surviving streams).
 struct ChunkHeader {
   uint64_t seq;
   uint64_t total;
   uint64_t offset;
   uint32_t len;
   int32_t tag;
+  uint16_t kind;
+  uint16_t cutStream;
+  uint32_t reserved;
 };
-static_assert(sizeof(ChunkHeader) == 32);
+static_assert(sizeof(ChunkHeader) == 40);
+
+// A handle as a peer wrote it: magic, version, 1..kMaxRails rails of a known family. `stage` is ours.
+inline bool parseHandle(const void* bytes, NetHandle* out) {
+  std::memcpy(out, bytes, sizeof *out);
+  if (out->magic != kHandleMagic || out->version != kHandleVersion || out->nRails < 1 || out->nRails > kMaxRails)
+    return false;
+  for (int r = 0; r < out->nRails; ++r) {
+    if (out->rails[r].family != AF_INET && out->rails[r].family != AF_INET6) return false;
+    if (out->rails[r].port == 0) return false;
+  }
+  return true;
+}
+
+inline bool validHello(const Hello& h) {
+  return h.magic == kHelloMagic && h.nStreams >= 1 && h.nStreams <= kMaxStreams && h.streamIndex < h.nStreams &&
+         h.rail < kMaxRails;
+}
+
+// Structural checks only; whether the chunk fits the posted buffer is the receiver's business.
+inline bool validChunkHeader(const ChunkHeader& h, int nStreams) {
+  if (h.kind == static_cast<uint16_t>(ChunkKind::kCut)) return h.len == 0 && h.cutStream < nStreams;
+  if (h.kind != static_cast<uint16_t>(ChunkKind::kData)) return false;
+  return h.offset <= h.total && h.len <= h.total - h.offset && (h.len > 0 || h.total == 0);
+}
 
 }  // namespace wirewise::net

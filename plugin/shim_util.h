@@ -10,6 +10,16 @@
 
 namespace wirewise::shim {
 
+// Our version-independent constants are NCCL's values (telemetry/prof_event.h cannot include NCCL's ABI).
+static_assert(kEvColl == ncclProfileColl && kEvKernelCh == ncclProfileKernelCh && kEvProxyOp == ncclProfileProxyOp &&
+              kEvProxyStep == ncclProfileProxyStep && kEvNetPlugin == ncclProfileNetPlugin);
+static_assert(kStateSendGpuWait == ncclProfilerProxyStepSendGPUWait &&
+              kStateSendWait == ncclProfilerProxyStepSendWait && kStateRecvWait == ncclProfilerProxyStepRecvWait &&
+              kStateRecvFlushWait == ncclProfilerProxyStepRecvFlushWait &&
+              kStateRecvGpuWait == ncclProfilerProxyStepRecvGPUWait &&
+              kStateSendPeerWait == ncclProfilerProxyStepSendPeerWait_v4 &&
+              kStateKernelChStop == ncclProfilerKernelChStop);
+
 // v2..v4 init: no commId, NVLink domains or constants.
 inline ncclResult_t legacyTunerInit(int version, size_t nRanks, size_t nNodes, ncclDebugLogger_t log, void** context) {
   TunerInitArgs args;
@@ -60,6 +70,15 @@ ProfEvent toProfEvent(const Descr& d) {
   } else if (d.type == ncclProfileKernelCh) {
     ev.channelId = d.kernelCh.channelId;
     ev.pTimer = d.kernelCh.pTimer;
+  } else if (d.type == ncclProfileProxyOp) {
+    ev.pid = static_cast<int>(d.proxyOp.pid);
+    ev.channelId = d.proxyOp.channelId;
+    ev.peer = d.proxyOp.peer;
+    ev.nSteps = d.proxyOp.nSteps;
+    ev.chunkSize = d.proxyOp.chunkSize;
+    ev.isSend = d.proxyOp.isSend != 0;
+  } else if (d.type == ncclProfileProxyStep) {
+    ev.step = d.proxyStep.step;
   }
   return ev;
 }
@@ -76,11 +95,18 @@ inline ncclResult_t stopEvent(void* eHandle) {
   return ncclSuccess;
 }
 
-// eStateArgs may be null (GroupApi states); only KernelChStop carries a value we use.
+// eStateArgs may be null (GroupApi states). We use KernelChStop's pTimer and the ProxyStep states'
+// transSize (meaningful at SendWait and RecvFlushWait only: NCCL passes a stale size with the others).
 inline ncclResult_t recordEventState(void* eHandle, ncclProfilerEventState_t eState,
                                      ncclProfilerEventStateArgs_v5_t* eStateArgs) {
-  uint64_t pTimer = (eState == ncclProfilerKernelChStop && eStateArgs != nullptr) ? eStateArgs->kernelCh.pTimer : 0;
-  profilerRecordState(eHandle, static_cast<int>(eState), pTimer);
+  uint64_t arg = 0;
+  if (eStateArgs != nullptr) {
+    if (eState == ncclProfilerKernelChStop)
+      arg = eStateArgs->kernelCh.pTimer;
+    else if (eState == ncclProfilerProxyStepSendWait || eState == ncclProfilerProxyStepRecvFlushWait)
+      arg = eStateArgs->proxyStep.transSize;
+  }
+  profilerRecordState(eHandle, static_cast<int>(eState), arg);
   return ncclSuccess;
 }
 

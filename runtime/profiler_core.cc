@@ -1,18 +1,51 @@
 #include "runtime/profiler_core.h"
 
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <memory>
 
 #include "runtime/log.h"
 #include "runtime/runtime.h"
 #include "telemetry/event_sink.h"
+#include "telemetry/proxy_sink.h"
+#include "telemetry/slot_tag.h"
 
 namespace wirewise {
 namespace {
 
 // Ring of completed samples per comm: drained every 50 ms, so a few thousand slots absorb bursts.
 constexpr size_t kRingSize = 4096;
+// Paths per comm: a ring or tree touches a few peers per channel; all-to-all p2p beyond this is counted.
+constexpr size_t kPathCapacity = 1024;
+
+// Our pid, cached at init (NCCL's profiler.cc caches it at load too): getpid() is a system call, and
+// the PXN check runs on every ProxyOp.
+std::atomic<int> gPid{0};
+
+struct CommProfiler {
+  CommProfiler(const ProfilerInitArgs& a, size_t pool, bool netPaths)
+      : events(a.commId, a.rank, a.nRanks, pool, kRingSize),
+        // ProxyOps in flight: one per (channel, peer, direction) of each collective the proxy holds.
+        proxy(netPaths ? std::make_unique<ProxySink>(a.commId, a.rank, 2 * pool, kPathCapacity) : nullptr) {}
+  EventSink events;
+  std::unique_ptr<ProxySink> proxy;
+};
+
+uint64_t nowNs() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool isProxyHandle(const SlotHead* h) { return (h->type & (kEvProxyOp | kEvProxyStep)) != 0; }
 
 }  // namespace
+
+uint64_t profilerActivationMask(bool netPaths) noexcept {
+  return kEvColl | kEvKernelCh | (netPaths ? kEvProxyOp | kEvProxyStep : 0);
+}
 
 ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept {
   if (context == nullptr) return ncclSuccess;
@@ -26,12 +59,15 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
       Runtime::release();
       return ncclSuccess;
     }
-    auto sink = std::make_unique<EventSink>(args.commId, args.rank, args.nRanks,
-                                            static_cast<size_t>(rt->settings().eventPool), kRingSize);
-    // The mask is one process-global int shared by every comm: set it to what we consume, and only that,
-    // so NCCL does not pay for events we would drop.
-    if (args.activationMask != nullptr)
-      __atomic_store_n(args.activationMask, static_cast<int>(kEvColl | kEvKernelCh), __ATOMIC_RELAXED);
+    gPid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
+    const bool netPaths = rt->settings().netPaths;
+    auto comm = std::make_unique<CommProfiler>(args, static_cast<size_t>(rt->settings().eventPool), netPaths);
+    // The mask is one process-global int that NCCL reads on every event; every comm wants the same
+    // value (settings are read once per process), so it is written only when it differs (in practice
+    // by the first init), never cleared. Only what we consume: NCCL does not pay for events we drop.
+    const int want = static_cast<int>(profilerActivationMask(netPaths));
+    if (args.activationMask != nullptr && __atomic_load_n(args.activationMask, __ATOMIC_RELAXED) != want)
+      __atomic_store_n(args.activationMask, want, __ATOMIC_RELAXED);
     rt->event({{"event", "comm_init"},
                {"comm", Runtime::hexId(args.commId)},
                {"face", "profiler"},
@@ -39,8 +75,8 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
                {"nranks", args.nRanks},
                {"nnodes", args.nNodes},
                {"rank", args.rank}});
-    rt->addSink(sink.get());
-    *context = sink.release();
+    rt->addSink(&comm->events, comm->proxy.get());
+    *context = comm.release();
   } catch (const std::exception& e) {
     WW_WARN(NCCL_INIT | NCCL_PROFILE, "profiler init failed (%s); continuing without measurements", e.what());
     if (rt != nullptr) Runtime::release();
@@ -52,36 +88,57 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
 }
 
 void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept {
-  auto* sink = static_cast<EventSink*>(context);
-  return sink == nullptr ? nullptr : sink->start(ev);
+  if (ev.type == kEvColl || ev.type == kEvKernelCh) {
+    auto* comm = static_cast<CommProfiler*>(context);
+    return comm == nullptr ? nullptr : comm->events.start(ev);
+  }
+  if (ev.type == kEvProxyOp || ev.type == kEvProxyStep || ev.type == kEvNetPlugin) {
+    // The context is read only for a ProxyOp of this process: under PXN it is another process's pointer.
+    return startProxyEvent(ev, gPid.load(std::memory_order_relaxed), nowNs(), [context]() -> ProxySink* {
+      auto* comm = static_cast<CommProfiler*>(context);
+      return comm == nullptr ? nullptr : comm->proxy.get();
+    });
+  }
+  return nullptr;
 }
 
 void profilerStopEvent(void* handle) noexcept {
-  // stopEvent carries no context: the handle itself names its sink.
-  if (EventSink* sink = EventSink::ownerOf(handle)) sink->stop(handle);
+  // stopEvent carries no context: the handle itself names its type and sink.
+  if (handle == nullptr) return;
+  const SlotHead* h = slot_tag::headOf(handle);
+  if (isProxyHandle(h))
+    static_cast<ProxySink*>(h->owner)->stop(handle, nowNs());
+  else
+    static_cast<EventSink*>(h->owner)->stop(handle);
 }
 
-void profilerRecordState(void* handle, int state, uint64_t pTimer) noexcept {
-  if (EventSink* sink = EventSink::ownerOf(handle)) sink->recordState(handle, state, pTimer);
+void profilerRecordState(void* handle, int state, uint64_t arg) noexcept {
+  if (handle == nullptr) return;
+  const SlotHead* h = slot_tag::headOf(handle);
+  if (isProxyHandle(h)) {
+    if (proxyStateIndex(state) >= 0) static_cast<ProxySink*>(h->owner)->recordState(handle, state, arg, nowNs());
+  } else {
+    static_cast<EventSink*>(h->owner)->recordState(handle, state, arg);
+  }
 }
 
 ncclResult_t profilerFinalize(void* context) noexcept {
-  auto* sink = static_cast<EventSink*>(context);
-  if (sink == nullptr) return ncclSuccess;
+  auto* comm = static_cast<CommProfiler*>(context);
+  if (comm == nullptr) return ncclSuccess;
   try {
     Runtime* rt = Runtime::acquire();
-    rt->removeSink(sink);
-    SinkCounters c = sink->counters();
+    rt->removeSink(&comm->events);
+    SinkCounters c = comm->events.counters();
     rt->event({{"event", "comm_finalize"},
-               {"comm", Runtime::hexId(sink->commId())},
+               {"comm", Runtime::hexId(comm->events.commId())},
                {"face", "profiler"},
-               {"rank", sink->rank()},
+               {"rank", comm->events.rank()},
                {"collectives", c.collsStarted},
                {"samples", c.samplesEmitted}});
     Runtime::release();
   } catch (...) {
   }
-  delete sink;
+  delete comm;
   Runtime::release();
   return ncclSuccess;
 }

@@ -1,5 +1,10 @@
 // The profiler's core entry points. profiler_v4/v5 shims convert NCCL's descriptors into ProfEvent and
 // call here. Callbacks never allocate (events come from preallocated pools), never lock and never log.
+//
+// Per communicator the context holds an EventSink (Coll + KernelCh: collective durations) and a
+// ProxySink (ProxyOp + ProxyStep: network paths). stopEvent and recordEventState carry no context:
+// the handle's slot head names its type and sink. Proxy events are routed without touching the
+// context unless they are a ProxyOp of this process (PXN: telemetry/proxy_sink.h).
 #pragma once
 
 #include <cstddef>
@@ -19,12 +24,17 @@ struct ProfilerInitArgs {
   ncclDebugLogger_t logger = nullptr;
 };
 
+// The event types wirewise asks NCCL for: Coll and KernelCh always, ProxyOp and ProxyStep when
+// network-path telemetry is on (WIREWISE_NET_PATHS; docs/telemetry.md "Profiler events").
+uint64_t profilerActivationMask(bool netPaths) noexcept;
+
 ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept;
-// Returns our handle, or null for "not tracked" (unwanted type, null context, pool exhausted).
+// Returns our handle, or null for "not tracked" (unwanted type, null context, pool exhausted, PXN).
 void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept;
 void profilerStopEvent(void* handle) noexcept;
-// state: ncclProfilerEventState_t value; pTimer: the KernelChStop timestamp, 0 if none given.
-void profilerRecordState(void* handle, int state, uint64_t pTimer) noexcept;
+// state: ncclProfilerEventState_t value; arg: the state's 8-byte argument (KernelChStop: the GPU stop
+// time; ProxyStep SendWait/RecvFlushWait: transSize), 0 if none given.
+void profilerRecordState(void* handle, int state, uint64_t arg) noexcept;
 ncclResult_t profilerFinalize(void* context) noexcept;
 
 }  // namespace wirewise

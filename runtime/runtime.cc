@@ -11,6 +11,7 @@
 #include "control/control_plane.h"
 #include "control/member.h"
 #include "telemetry/collectors/collector_set.h"
+#include "telemetry/wiring/prior.h"
 #include "control/rendezvous.h"
 #include "runtime/log.h"
 
@@ -108,6 +109,7 @@ Runtime::Runtime(const EnvSource& env)
                                  {"WIREWISE_DETECT_THRESHOLD", std::to_string(settings_.detectThreshold)},
                                  {"WIREWISE_COLLECT_MS", std::to_string(settings_.collectMs)},
                                  {"WIREWISE_CUPTI", settings_.cupti ? "on" : "off"},
+                                 {"WIREWISE_NET_PATHS", settings_.netPaths ? "on" : "off"},
                                  {"WIREWISE_SYSFS_ROOT", settings_.sysfsRoot}};
   if (settings_.sync != SyncMode::Off) {
     control::Rendezvous rv = control::resolveRendezvous(env);
@@ -153,6 +155,7 @@ Runtime::Runtime(const EnvSource& env)
       WW_INFO(NCCL_INIT | NCCL_NET, "link collectors every %lld ms: %s", static_cast<long long>(settings_.collectMs),
               collectors_->statusLine().c_str());
       log_.post({{"event", "collectors"}, {"period_ms", settings_.collectMs}, {"status", collectors_->statusLine()}});
+      loadWiring();
       sampler_ = std::thread([this] { sampleLoop(); });
     } catch (const std::exception& e) {
       collectors_.reset();
@@ -262,6 +265,31 @@ void Runtime::stopThread() {
   if (sampler_.joinable()) sampler_.join();
 }
 
+// The map is one host's measurement: another host's pairs would name the wrong GPUs, so a map that says
+// it is from elsewhere is refused. Its flags are WARNs: a weak pair is worth a look before the job runs long.
+void Runtime::loadWiring() {
+  if (settings_.wiring.empty()) return;
+  wiring::WiringPrior prior;
+  std::string error;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (!wiring::loadWiringPrior(settings_.wiring, now, &prior, &error)) {
+    WW_WARN(NCCL_INIT | NCCL_ENV, "WIREWISE_WIRING: %s; continuing without a wiring prior (fix the file or unset "
+            "WIREWISE_WIRING)", error.c_str());
+    return;
+  }
+  if (!prior.host.empty() && prior.host != host_) {
+    WW_WARN(NCCL_INIT | NCCL_ENV, "WIREWISE_WIRING=%s was measured on host %s, this is %s: ignored (give each host "
+            "its own map, e.g. WIREWISE_WIRING=/maps/%%h.json)", settings_.wiring.c_str(), prior.host.c_str(),
+            host_.c_str());
+    return;
+  }
+  for (const std::string& f : prior.flags) WW_WARN(NCCL_INIT, "wiring map %s: %s", settings_.wiring.c_str(), f.c_str());
+  log_.post({{"event", "wiring_prior"}, {"file", settings_.wiring}, {"links", prior.links.size()},
+             {"flags", prior.flags}});
+  wiringPrior_ = std::move(prior.links);
+}
+
 void Runtime::sampleLoop() {
   // Link states already logged, so that a change is logged once, when it happens.
   std::map<std::string, int> states;
@@ -274,6 +302,7 @@ void Runtime::sampleLoop() {
       auto now = std::chrono::steady_clock::now();
       collectors_->sample(now);
       collectors::LinkHealthSnapshot snap = collectors_->snapshot();
+      snap.links.insert(snap.links.end(), wiringPrior_.begin(), wiringPrior_.end());
       nlohmann::json changed = nlohmann::json::array();
       std::vector<adapt::LinkNote> notes;
       for (const auto& l : snap.links) {
@@ -319,9 +348,9 @@ void Runtime::sampleLoop() {
   }
 }
 
-void Runtime::addSink(EventSink* sink) {
+void Runtime::addSink(EventSink* sink, const ProxySink* proxy) {
   std::lock_guard<std::mutex> lock(mu_);
-  sinks_.push_back(std::make_unique<Tracked>(Tracked{sink, Aggregator(sink->nRanks()), {}, {}, nullptr, 0}));
+  sinks_.push_back(std::make_unique<Tracked>(Tracked{sink, Aggregator(sink->nRanks()), {}, {}, nullptr, 0, proxy, {}}));
 }
 
 void Runtime::removeSink(EventSink* sink) {
@@ -401,6 +430,10 @@ void Runtime::drainLocked(Tracked& t) {
 }
 
 void Runtime::summarizeLocked(Tracked& t, int64_t intervalMs) {
+  if (t.proxy != nullptr) {
+    nlohmann::json paths = t.paths.take(*t.proxy, hexId(t.sink->commId()), intervalMs);
+    if (!paths.is_null()) log_.post(std::move(paths));
+  }
   std::vector<SummaryRow> rows = t.agg.takeSummary();
   SinkCounters c = t.sink->counters();
   uint64_t pool = c.droppedPoolExhausted - t.reported.droppedPoolExhausted;

@@ -23,8 +23,10 @@
 #include "adaptive/evidence_types.h"
 #include "runtime/settings.h"
 #include "telemetry/adaptation_log.h"
+#include "telemetry/collectors/link_health.h"
 #include "telemetry/aggregator.h"
 #include "telemetry/event_sink.h"
+#include "telemetry/net_paths.h"
 
 namespace wirewise {
 
@@ -52,8 +54,9 @@ class Runtime {
   void event(nlohmann::json ev) { log_.post(std::move(ev)); }
   void flushLog() { log_.flush(); }
 
-  // Profiler sinks whose samples the background thread aggregates into "summary" events.
-  void addSink(EventSink* sink);
+  // Profiler sinks whose samples the background thread aggregates into "summary" events, and the
+  // comm's network paths (may be null) it reports as "net_paths" events.
+  void addSink(EventSink* sink, const ProxySink* proxy = nullptr);
   // Final drain and summary for this sink, then forgets it; the caller may delete it afterwards.
   void removeSink(EventSink* sink);
 
@@ -78,6 +81,8 @@ class Runtime {
     std::deque<CollSample> forReport;
     const void* member = nullptr;
     uint64_t reportDropped = 0;
+    const ProxySink* proxy = nullptr;
+    NetPathsReporter paths;
   };
   // I/O thread: the member's evidence since its last report (docs/policy.md, "Evidence").
   void fillReport(control::Member& m, control::Report* r);
@@ -116,6 +121,9 @@ class Runtime {
   // This host's unhealthy links as of the last pass, for the coordinator (fillReport).
   std::mutex linksMu_;
   std::vector<adapt::LinkNote> linkNotes_;
+  // WIREWISE_WIRING's GPU pairs (docs/wiring.md), read once at start: they join every pass's links.
+  std::vector<collectors::LinkHealth> wiringPrior_;
+  void loadWiring();
 };
 
 }  // namespace wirewise

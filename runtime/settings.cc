@@ -61,10 +61,18 @@ constexpr SettingDoc kDocs[] = {
      "net face: TCP connections per rail in every send/receive connection"},
     {"WIREWISE_NET_CHUNK_KB", "int", "256", "4 .. 1048576",
      "net face: messages larger than this many KiB are striped across rails in chunks of this size"},
+    {"WIREWISE_NET_IFNAMES", "text", "(NCCL_SOCKET_IFNAME)", "[^][=]name[,name...]",
+     "net face: interfaces used as rails, NCCL_SOCKET_IFNAME's conventions (prefixes; ^ excludes, = exact)"},
     {"WIREWISE_COLLECT_MS", "int", "1000", "0, or 100 .. 600000",
      "link collectors (IB/RoCE, netdev, TCP, NVML): sampling period in milliseconds; 0 turns them off"},
     {"WIREWISE_CUPTI", "enum", "off", "off, on",
      "CUPTI kernel timing (docs/telemetry.md): off by default because CUPTI admits one client per process"},
+    {"WIREWISE_NET_PATHS", "enum", "off", "off, on",
+     "network-path telemetry from NCCL's ProxyOp/ProxyStep profiler events (docs/telemetry.md): off by default, "
+     "it adds ~5 callbacks per network transfer on NCCL's proxy thread"},
+    {"WIREWISE_WIRING", "path", "(none)", "a file; %h expands to the host name",
+     "wiring map from `wirewise probe` (docs/wiring.md): its pairs seed the link-health model, flagged ones "
+     "are named to the policy as degraded links from the first boundary"},
     {"WIREWISE_SYSFS_ROOT", "path", "/sys", "a directory",
      "where the link collectors read sysfs (containers that mount the host's sysfs elsewhere; tests)"},
 };
@@ -186,6 +194,7 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
   readInt(env, "WIREWISE_BOUNDARY_SPACING", 0, 1 << 20, &s.boundarySpacing, warnings);
   readInt(env, "WIREWISE_NET_STREAMS", 1, 16, &s.netStreams, warnings);
   readInt(env, "WIREWISE_NET_CHUNK_KB", 4, 1 << 20, &s.netChunkKb, warnings);
+  if (const char* v = env("WIREWISE_NET_IFNAMES"); v && *v) s.netIfnames = v;  // checked by the net face
   readInt(env, "WIREWISE_PROBE_SPACING", 8, 1 << 20, &s.probeSpacing, warnings);
   readInt(env, "WIREWISE_COLLECT_MS", 0, 600000, &s.collectMs, warnings);
   if (s.collectMs > 0 && s.collectMs < 100) {
@@ -203,7 +212,16 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
       warnings->push_back("ignoring WIREWISE_CUPTI=\"" + v + "\": accepted values are " +
                           describe(docOf("WIREWISE_CUPTI")) + "; using the default off");
   }
+  if (const char* c = env("WIREWISE_NET_PATHS"); c && *c) {
+    std::string v(c);
+    if (v == "on" || v == "1")
+      s.netPaths = true;
+    else if (v != "off" && v != "0")
+      warnings->push_back("ignoring WIREWISE_NET_PATHS=\"" + v + "\": accepted values are " +
+                          describe(docOf("WIREWISE_NET_PATHS")) + "; using the default off");
+  }
   if (const char* r = env("WIREWISE_SYSFS_ROOT"); r && *r) s.sysfsRoot = r;
+  if (const char* w = env("WIREWISE_WIRING"); w && *w) s.wiring = expandLogPath(w, env, host, pid);
   readReal(env, "WIREWISE_EXPLORE_SHARE", 0, 0.2, &s.exploreShare, warnings);
   readReal(env, "WIREWISE_SWITCH_GAIN", 0, 0.5, &s.switchGain, warnings);
   readReal(env, "WIREWISE_DETECT_DRIFT", 0.001, 0.5, &s.detectDrift, warnings);

@@ -48,9 +48,12 @@ struct Settings {
   double detectThreshold = 0.12;   // WIREWISE_DETECT_THRESHOLD
   int64_t collectMs = 1000;        // WIREWISE_COLLECT_MS; 0: no link collectors
   bool cupti = false;              // WIREWISE_CUPTI
+  bool netPaths = false;           // WIREWISE_NET_PATHS
   std::string sysfsRoot = "/sys";  // WIREWISE_SYSFS_ROOT
+  std::string wiring;              // WIREWISE_WIRING, after %h/%p expansion; "" = no wiring prior
   int64_t netStreams = 1;          // WIREWISE_NET_STREAMS
   int64_t netChunkKb = 256;        // WIREWISE_NET_CHUNK_KB
+  std::string netIfnames;          // WIREWISE_NET_IFNAMES, raw; "" = NCCL_SOCKET_IFNAME's (net/devices.h parses)
 };
 
 // Returns the value of a variable or null. The default reads the process environment.

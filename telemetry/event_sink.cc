@@ -7,6 +7,7 @@
 
 #include "adaptive/types.h"
 #include "telemetry/lockfree.h"
+#include "telemetry/slot_tag.h"
 
 namespace wirewise {
 namespace {
@@ -19,17 +20,11 @@ constexpr uint64_t kPoisoned = 1ull << 17;
 constexpr uint64_t kInUse = 1ull << 18;
 constexpr uint64_t kFolder = 1ull << 24;
 constexpr uint64_t kFolderMask = 0xffull << 24;
-// A handle is the slot address with 22 bits of the slot generation folded into bits the address does
-// not use: the low 6 (slots are 64-byte aligned) and the top 16 (user addresses stay below 2^48 on
-// x86-64 and AArch64 unless mmap is asked for more). A late event for a recycled slot is thus only
-// mistaken for the current one if the slot was recycled a multiple of 4M times in between.
-static_assert(sizeof(uintptr_t) == 8, "handles need 64-bit pointers");
-constexpr uintptr_t kLowTag = 63;
-constexpr int kHighShift = 48;
-constexpr uintptr_t kHighTag = uintptr_t{0xffff} << kHighShift;
-constexpr uint32_t kTagMask = (1u << 22) - 1;
-uint32_t tagOf(uint32_t gen) { return gen & kTagMask; }
-uintptr_t untag(void* handle) { return reinterpret_cast<uintptr_t>(handle) & ~(kLowTag | kHighTag); }
+// Handles: see telemetry/slot_tag.h.
+using slot_tag::kHighTag;
+using slot_tag::tagged;
+using slot_tag::tagOf;
+using slot_tag::untag;
 
 uint32_t genOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
 uint64_t leftOf(uint64_t c) { return c & kLeftMask; }
@@ -46,16 +41,9 @@ void atomicMax(std::atomic<uint64_t>& a, uint64_t v) {
   }
 }
 
-// Every event object begins with its type (the lesson of NCCL's example plugin, PR #1973) and owner.
-struct alignas(64) SlotHead {
-  uint64_t type = 0;
-  EventSink* owner = nullptr;
-  uint32_t index = 0;
-};
-
 struct alignas(64) CollSlot : SlotHead {
   std::atomic<uint64_t> ctrl{0};
-  std::atomic<uint64_t> order{0};  // acceptance order, to find the stalest slot when the pool runs dry
+  std::atomic<uint64_t> order{0};  // start order (collCalls), to find the stalest slot when the pool runs dry
   std::atomic<uint64_t> minStart{UINT64_MAX}, maxStop{0};
   // Written by the owner before the control word publishes the slot; read by the finalizer.
   CollSample proto;
@@ -69,12 +57,6 @@ struct alignas(64) ChanSlot : SlotHead {
   std::atomic<uint64_t> stopTs{0};
   uint64_t startTs = 0;
 };
-
-template <class Slot>
-void* tagged(Slot* s, uint32_t gen) {
-  uintptr_t tag = (gen & kLowTag) | (uintptr_t{(gen >> 6) & 0xffff} << kHighShift);
-  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(s) | tag);
-}
 
 }  // namespace
 
@@ -97,11 +79,7 @@ struct EventSink::Impl {
 
   template <class Slot>
   static Slot* find(Slot* base, uint32_t n, void* handle, uint32_t* tag) {
-    uintptr_t h = reinterpret_cast<uintptr_t>(handle);
-    uintptr_t p = untag(handle), b = reinterpret_cast<uintptr_t>(base);
-    if (p < b || p >= b + n * sizeof(Slot) || (p - b) % sizeof(Slot) != 0) return nullptr;
-    *tag = static_cast<uint32_t>((h & kLowTag) | ((h >> kHighShift) << 6));
-    return reinterpret_cast<Slot*>(p);
+    return slot_tag::find(base, n, handle, tag);
   }
 
   void* startColl(const ProfEvent& ev) noexcept;
@@ -121,7 +99,6 @@ struct EventSink::Impl {
   std::unique_ptr<ChanSlot[]> chans;
   IndexFreeList freeColls, freeChans;
   std::unique_ptr<SampleRing> ring;
-  std::atomic<uint64_t> orderCounter{0};
   std::atomic<uint64_t> collCalls{0};
   std::atomic<uint64_t> started{0}, emitted{0}, poolDrops{0}, ringDrops{0}, incomplete{0}, orphans{0}, unsampled{0};
 };
@@ -134,7 +111,7 @@ void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
   if (freeColls.pop(&idx)) {
     s = &colls[idx];
     gen = genOf(s->ctrl.load(std::memory_order_acquire));
-  } else if ((s = reclaimStaleColl(orderCounter.load(std::memory_order_relaxed))) != nullptr) {
+  } else if ((s = reclaimStaleColl(collIndex)) != nullptr) {
     gen = genOf(s->ctrl.load(std::memory_order_relaxed));
   } else {
     poolDrops.fetch_add(1, std::memory_order_relaxed);
@@ -158,7 +135,7 @@ void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
   s->sampleable = coll >= 0 && typeSize > 0;
   s->minStart.store(UINT64_MAX, std::memory_order_relaxed);
   s->maxStop.store(0, std::memory_order_relaxed);
-  s->order.store(orderCounter.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+  s->order.store(collIndex, std::memory_order_relaxed);
   // release: publishes the fields above to whichever thread finalizes this slot.
   s->ctrl.store((uint64_t{gen} << 32) | kInUse | ev.nChannels, std::memory_order_release);
   started.fetch_add(1, std::memory_order_relaxed);
@@ -167,7 +144,8 @@ void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
 
 // Only called when the pool is empty (cold path, O(pool)). Leaks come from NCCL start/stop mismatches
 // or from Coll events whose KernelCh children were never enabled. A slot is stale when more than a
-// pool's worth of collectives were accepted after it: one communicator's collectives share a stream
+// pool's worth of collectives were started after it (accepted or refused: counting only accepted ones
+// would never age a pool that leaked every slot, and every later collective would be dropped): one communicator's collectives share a stream
 // and complete in order, so a healthy collective cannot be that far behind while the pool is full.
 CollSlot* EventSink::Impl::reclaimStaleColl(uint64_t newest) noexcept {
   CollSlot* best = nullptr;
@@ -377,7 +355,7 @@ size_t EventSink::channelsInFlight() const noexcept {
 
 EventSink* EventSink::ownerOf(void* handle) noexcept {
   if (handle == nullptr) return nullptr;
-  return reinterpret_cast<SlotHead*>(untag(handle))->owner;
+  return static_cast<EventSink*>(slot_tag::headOf(handle)->owner);
 }
 
 }  // namespace wirewise

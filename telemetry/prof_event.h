@@ -12,8 +12,16 @@ inline constexpr uint64_t kEvColl = 1u << 1;
 inline constexpr uint64_t kEvProxyOp = 1u << 3;
 inline constexpr uint64_t kEvProxyStep = 1u << 4;
 inline constexpr uint64_t kEvKernelCh = 1u << 6;
-// NCCL's ncclProfilerKernelChStop state value.
-inline constexpr int kStateKernelChStop = 22;
+inline constexpr uint64_t kEvNetPlugin = 1u << 7;
+// NCCL's ncclProfilerEventState_t values that wirewise reads (same in v4 and v5; static_asserts in
+// plugin/shim_util.h check them against plugin/nccl/profiler.h).
+inline constexpr int kStateSendGpuWait = 8;    // ProxyStep: waiting for the local GPU to produce data
+inline constexpr int kStateSendWait = 9;       // ProxyStep: isend posted, on the network; carries transSize
+inline constexpr int kStateRecvWait = 10;      // ProxyStep: irecv posted, waiting for data
+inline constexpr int kStateRecvFlushWait = 11; // ProxyStep: data arrived, flushing to GPU; carries transSize
+inline constexpr int kStateRecvGpuWait = 12;   // ProxyStep: handed to the GPU, waiting for it to consume
+inline constexpr int kStateSendPeerWait = 20;  // ProxyStep: data ready, waiting for the receiver's credit
+inline constexpr int kStateKernelChStop = 22;  // KernelCh: carries the GPU stop time
 
 // Our view of an event descriptor: only what wirewise uses, version-independent.
 struct ProfEvent {
@@ -28,9 +36,18 @@ struct ProfEvent {
   uint8_t nChannels = 0;
   const char* algo = nullptr;      // e.g. "RING"
   const char* proto = nullptr;     // e.g. "SIMPLE"
-  // type == ncclProfileKernelCh
+  // type == ncclProfileKernelCh (channelId also for ProxyOp)
   uint8_t channelId = 0;
   uint64_t pTimer = 0;  // start, GPU ns
+  // type == ncclProfileProxyOp. Under PXN pid is another process's: then parent, and the context NCCL
+  // passes with the event, are that process's pointers and must not be dereferenced.
+  int pid = 0;
+  int peer = -1;       // remote rank
+  int nSteps = 0;      // network transfers planned
+  int chunkSize = 0;   // bytes per transfer at most
+  bool isSend = false;
+  // type == ncclProfileProxyStep
+  int step = 0;
 };
 
 }  // namespace wirewise

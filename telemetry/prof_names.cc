@@ -1,7 +1,7 @@
 // NCCL's static strings, as v2.28.9 prints them (src/collectives.cc: ncclFuncToString,
 // ncclDatatypeToString, ncclAlgoToString, ncclProtoToString), mapped to our indices.
 #include <cstring>
-#include <strings.h>
+#include <string>
 
 #include "adaptive/types.h"
 #include "telemetry/event_sink.h"
@@ -12,13 +12,24 @@ namespace {
 struct NameValue {
   const char* name;
   int value;
+  size_t len = std::char_traits<char>::length(name);
 };
 
+char lowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// On every Coll start (four lookups), so no strcasecmp per entry: entries of another length are skipped,
+// NCCL's own spelling matches exactly (memcmp), and only other spellings take the case-folding loop.
 template <size_t N>
 int lookup(const NameValue (&table)[N], const char* name) noexcept {
   if (name == nullptr) return -1;
+  const size_t len = std::strlen(name);
+  for (const NameValue& nv : table)
+    if (nv.len == len && std::memcmp(nv.name, name, len) == 0) return nv.value;
   for (const NameValue& nv : table) {
-    if (strcasecmp(nv.name, name) == 0) return nv.value;
+    if (nv.len != len) continue;
+    size_t i = 0;
+    while (i < len && lowerAscii(nv.name[i]) == lowerAscii(name[i])) ++i;
+    if (i == len) return nv.value;
   }
   return -1;
 }

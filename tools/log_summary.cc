@@ -160,6 +160,9 @@ bool addEvent(const json& e, LogSummary* s) {
     LogFinalize f{str(e, "face"), pid, i64(e, "rank", -1), u64(e, "collectives"), u64(e, "applied"), u64(e, "kept"),
                   u64(e, "samples")};
     commOf(s, str(e, "comm")).finalizes.push_back(std::move(f));
+  } else if (ev == "link_health" || ev == "net_paths" || ev == "collectors" || ev == "control" ||
+             ev == "control_start" || ev == "verdict" || ev == "wiring_prior") {
+    // Known, not summarised here: `wirewise log` prints them as they are.
   } else {
     return false;
   }

@@ -3,7 +3,11 @@
 // every member passes boundary B_k at once; the round trip is the time until every member holds verdict
 // k+1. Also reports the coordinator thread's CPU time per member per round.
 //
-//   ww_bench_verdict_roundtrip [members=1024] [connections=64] [rounds=200]
+//   ww_bench_verdict_roundtrip [members=1024] [connections=64] [rounds=200] [tables=random|static]
+//
+// tables=random: a different table at every verdict (the worst case: every client builds every table);
+// static: the table in force repeats (a job's steady state between the policy's rare changes).
+// All connections' clients share one thread here: it does the client work of `connections` processes.
 #include <pthread.h>
 #include <time.h>
 
@@ -16,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,6 +42,7 @@ int main(int argc, char** argv) {
   const int members = argc > 1 ? std::atoi(argv[1]) : 1024;
   const int conns = argc > 2 ? std::atoi(argv[2]) : 64;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 200;
+  const bool staticTables = argc > 4 && std::string(argv[4]) == "static";
   std::vector<uint8_t> key{'b', 'e', 'n', 'c', 'h'};
   auto log = [](bool warn, const std::string& s) {
     if (warn) std::fprintf(stderr, "%s\n", s.c_str());
@@ -48,7 +54,19 @@ int main(int argc, char** argv) {
   AgreementParams params;
   params.deterministic = true;
   params.fixedSpacing = 8;
-  Coordinator coord(coordIo, std::move(acc), key, params, makeRandomTablePolicy(1), nullptr, log);
+  auto staticRules = [](uint64_t, uint32_t, uint32_t) {
+    std::vector<wirewise::TableRule> r(6);
+    for (size_t i = 0; i < r.size(); ++i) {
+      r[i].coll = static_cast<int>(i % 5);
+      r[i].minBytes = uint64_t{1} << (10 + 3 * i);
+      r[i].maxBytes = (uint64_t{1} << (13 + 3 * i)) - 1;
+      r[i].decision.algo = static_cast<int>(i % 2);
+      r[i].decision.proto = static_cast<int>(i % 3);
+    }
+    return r;
+  };
+  Coordinator coord(coordIo, std::move(acc), key, params,
+                    staticTables ? makeKeepStaticPolicy(staticRules) : makeRandomTablePolicy(1), nullptr, log);
   coord.start();
   std::thread coordThread([&] {
     pthread_setname_np(pthread_self(), "ww-coordinator");
@@ -107,9 +125,10 @@ int main(int argc, char** argv) {
     return rtt[std::min(rtt.size() - 1, static_cast<size_t>(q * static_cast<double>(rtt.size())))];
   };
   std::printf(
-      "{\"members\": %d, \"connections\": %d, \"rounds\": %d, \"rtt_p50_ms\": %.3f, \"rtt_p99_ms\": %.3f, "
+      "{\"members\": %d, \"connections\": %d, \"rounds\": %d, \"tables\": \"%s\", \"rtt_p50_ms\": %.3f, "
+      "\"rtt_p99_ms\": %.3f, "
       "\"coordinator_cpu_us_per_member_round\": %.3f}\n",
-      members, conns, rounds, pct(0.5), pct(0.99), cpu * 1000.0 / members / rounds);
+      members, conns, rounds, staticTables ? "static" : "random", pct(0.5), pct(0.99), cpu * 1000.0 / members / rounds);
   asio::post(clientIo, [&] {
     for (auto& c : clients) c->stop();
   });

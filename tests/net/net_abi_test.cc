@@ -47,7 +47,7 @@ TEST(NetAbi, V11PropertiesAreTruthful) {
     EXPECT_EQ(p.pciPath, nullptr);
     EXPECT_EQ(p.ptrSupport, NCCL_PTR_HOST);
     EXPECT_GT(p.speed, 0);
-    EXPECT_EQ(p.maxRecvs, 1);
+    EXPECT_EQ(p.maxRecvs, 8);
     EXPECT_GT(p.maxComms, 0);
     EXPECT_EQ(p.netDeviceType, NCCL_NET_DEVICE_HOST);
     EXPECT_EQ(p.maxMultiRequestSize, 1);
@@ -66,7 +66,7 @@ TEST(NetAbi, V8PropertiesFitTheOldLayout) {
   ncclNetProperties_v8_t p;
   ASSERT_EQ(net->getProperties(0, &p), ncclSuccess);
   EXPECT_EQ(p.ptrSupport, NCCL_PTR_HOST);
-  EXPECT_EQ(p.maxRecvs, 1);
+  EXPECT_EQ(p.maxRecvs, 8);
   EXPECT_EQ(p.netDeviceType, NCCL_NET_DEVICE_HOST);
   EXPECT_EQ(p.netDeviceVersion, 0);
 }

@@ -1,5 +1,5 @@
-// The transport through its internal API: the weighted rail scheduler, the request window, and a
-// 4-rail loopback device whose every rail must carry a share of a verified random message stream.
+// The transport through its internal API: the request windows, and a 4-rail loopback device whose every
+// rail must carry a share of a verified random message stream.
 #include "net/transport.h"
 
 #include <netinet/in.h>
@@ -12,56 +12,16 @@
 
 #include <gtest/gtest.h>
 
-#include "net/scheduler.h"
+#include "net/comm.h"
 #include "net/wire.h"
 #include "tests/net/traffic.h"
+#include "tests/net/transport_util.h"
 
 namespace wirewise::net {
 namespace {
 
-TEST(RailScheduler, SplitsBytesByWeightWhenAllRailsAreIdle) {
-  RailScheduler s({3.0, 1.0});
-  std::vector<bool> idle{true, true};
-  for (int i = 0; i < 400; ++i) {
-    int r = s.pick(idle);
-    ASSERT_GE(r, 0);
-    s.onAssigned(r, 1000, static_cast<uint64_t>(i));
-    s.onWritten(r, static_cast<uint64_t>(i) + 5);
-  }
-  EXPECT_EQ(s.bytes(0), 300000u);
-  EXPECT_EQ(s.bytes(1), 100000u);
-  EXPECT_EQ(s.busyNs(0), 300u * 5);
-}
-
-TEST(RailScheduler, BusyRailGetsNothingAndZeroWeightStillGetsAShare) {
-  RailScheduler s({1.0, 0.0});
-  EXPECT_EQ(s.pick({false, true}), 1);
-  EXPECT_EQ(s.pick({true, false}), 0);
-  EXPECT_EQ(s.pick({false, false}), -1);
-  EXPECT_DOUBLE_EQ(s.weight(1), 1.0);
-}
-
-struct Pair {
-  void* lc = nullptr;
-  void* sc = nullptr;
-  void* rc = nullptr;
-};
-
-Pair connectPair(int dev) {
-  Pair p;
-  char handle[kHandleBytes];
-  EXPECT_EQ(listen(dev, handle, &p.lc), Status::kOk);
-  auto start = std::chrono::steady_clock::now();
-  while ((p.sc == nullptr || p.rc == nullptr) && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
-    if (p.sc == nullptr) {
-      EXPECT_EQ(connect(dev, handle, &p.sc), Status::kOk);
-    }
-    if (p.rc == nullptr) {
-      EXPECT_EQ(accept(p.lc, &p.rc), Status::kOk);
-    }
-  }
-  return p;
-}
+using testing::connectPair;
+using testing::Pair;
 
 class TransportTest : public ::testing::Test {
  protected:
@@ -73,11 +33,12 @@ class TransportTest : public ::testing::Test {
   }
 };
 
-TEST_F(TransportTest, WindowOfThirtyTwoThenNullRequest) {
+// A send comm takes 32 x maxRecvs isends (NCCL's rule for multi-receive peers), then answers NULL.
+TEST_F(TransportTest, SendWindowThenNullRequest) {
   Pair p = connectPair(0);
   ASSERT_NE(p.sc, nullptr);
   char byte = 'x';
-  void* reqs[kMaxRequests];
+  void* reqs[kMaxSendRequests];
   for (void*& r : reqs) {
     ASSERT_EQ(isend(p.sc, &byte, 1, 0, &r), Status::kOk);
     ASSERT_NE(r, nullptr);
@@ -96,7 +57,8 @@ TEST_F(TransportTest, WindowOfThirtyTwoThenNullRequest) {
   void* rreq = nullptr;
   void* data[1] = {nullptr};
   size_t sizes[1] = {0};
-  EXPECT_EQ(irecv(p.rc, 2, data, sizes, nullptr, &rreq), Status::kInternalError);  // maxRecvs is 1
+  EXPECT_EQ(irecv(p.rc, kMaxRecvs + 1, data, sizes, nullptr, &rreq), Status::kInternalError);
+  EXPECT_EQ(irecv(p.rc, 0, data, sizes, nullptr, &rreq), Status::kInternalError);
   void* mh = nullptr;
   EXPECT_EQ(regMr(p.sc, &byte, 1, kPtrHost, &mh), Status::kOk);
   EXPECT_NE(mh, nullptr);
@@ -104,9 +66,7 @@ TEST_F(TransportTest, WindowOfThirtyTwoThenNullRequest) {
   void* flush = &byte;
   EXPECT_EQ(iflush(p.rc, &flush), Status::kOk);
   EXPECT_EQ(flush, nullptr);
-  closeSend(p.sc);
-  closeRecv(p.rc);
-  closeListen(p.lc);
+  p.close();
 }
 
 // A stranger that sends garbage instead of a hello, or hangs up mid-hello, is dropped; the listener keeps
@@ -222,6 +182,9 @@ TEST_F(TransportTest, FourRailsReassembleRandomTrafficAndEveryRailCarriesBytes) 
 
 namespace wirewise::net {
 namespace {
+
+using testing::connectPair;
+using testing::Pair;
 
 // Goodput of one connection over loopback with 1 or 4 streams: printed for the notes, not asserted
 // (loopback on a shared CI box measures memory copies, not a network).

@@ -1,9 +1,15 @@
 // Both exported profiler versions, driven through the NCCL-faithful loader: activation mask, Coll and
-// KernelCh events with GPU timestamps, null handles and parents, and the summaries they turn into.
+// KernelCh events with GPU timestamps, ProxyOp/ProxyStep events (PXN included), null handles and
+// parents, and the summaries and network paths they turn into.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
+#include <map>
+#include <thread>
 
 #include "tests/plugin/plugin_fixture.h"
 
@@ -24,6 +30,7 @@ class ProfilerVersion : public PluginTest, public ::testing::WithParamInterface<
   }
   void TearDown() override {
     unsetenv("WIREWISE_SUMMARY_MS");
+    unsetenv("WIREWISE_NET_PATHS");
     PluginTest::TearDown();
   }
   // One collective as NCCL reports it: Coll start/stop (enqueue), then per channel KernelCh start,
@@ -61,13 +68,178 @@ class ProfilerVersion : public PluginTest, public ::testing::WithParamInterface<
   std::unique_ptr<Profiler> prof_;
 };
 
-TEST_P(ProfilerVersion, SetsTheActivationMaskToCollAndKernelChOnly) {
+TEST_P(ProfilerVersion, SetsTheActivationMaskToWhatItConsumes) {
   int mask = 0;
   void* ctx = nullptr;
   ASSERT_EQ(prof_->init(&ctx, 0x77, &mask, nullptr, 1, 8, 0, nullptr), ncclSuccess);
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(mask, ncclProfileColl | ncclProfileKernelCh);
+  EXPECT_EQ(prof_->finalize(ctx), ncclSuccess);  // the last reference: the next init reads the settings anew
+
+  setenv("WIREWISE_NET_PATHS", "on", 1);
+  mask = 0;
+  ASSERT_EQ(prof_->init(&ctx, 0x77, &mask, nullptr, 1, 8, 0, nullptr), ncclSuccess);
+  EXPECT_EQ(mask, ncclProfileColl | ncclProfileKernelCh | ncclProfileProxyOp | ncclProfileProxyStep);
+  // A second comm finds the process-global mask already set and leaves it as it is.
+  void* ctx2 = nullptr;
+  ASSERT_EQ(prof_->init(&ctx2, 0x79, &mask, nullptr, 1, 8, 1, nullptr), ncclSuccess);
+  EXPECT_EQ(mask, ncclProfileColl | ncclProfileKernelCh | ncclProfileProxyOp | ncclProfileProxyStep);
+  EXPECT_EQ(prof_->finalize(ctx2), ncclSuccess);
   EXPECT_EQ(prof_->finalize(ctx), ncclSuccess);
+}
+
+// One network path's worth of proxy events as src/transport/net.cc reports them: a ProxyOp under the
+// Coll, then per step start, the wait states (with transSize where NCCL passes it) and stop. Sleeps
+// between states make the callback-time intervals measurable.
+void* proxyOp(const Profiler& p, void* ctx, void* coll, int channel, int peer, bool isSend, int pid) {
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileProxyOp;
+  d.parentObj = coll;
+  d.rank = 0;
+  d.proxyOp.pid = pid;
+  d.proxyOp.channelId = static_cast<uint8_t>(channel);
+  d.proxyOp.peer = peer;
+  d.proxyOp.nSteps = 2;
+  d.proxyOp.chunkSize = 1 << 19;
+  d.proxyOp.isSend = isSend ? 1 : 0;
+  void* h = nullptr;
+  EXPECT_EQ(p.startEvent(ctx, &h, &d), ncclSuccess);
+  return h;
+}
+
+void proxyStep(const Profiler& p, void* ctx, void* op, int step, std::initializer_list<int> states, size_t bytes) {
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileProxyStep;
+  d.parentObj = op;
+  d.proxyStep.step = step;
+  void* h = nullptr;
+  ASSERT_EQ(p.startEvent(ctx, &h, &d), ncclSuccess);
+  ASSERT_NE(h, nullptr);
+  for (int st : states) {
+    ncclProfilerEventStateArgs_v5_t a{};
+    a.proxyStep.transSize = bytes;  // NCCL passes its last size with every state; only two carry meaning
+    ASSERT_EQ(p.recordEventState(h, static_cast<ncclProfilerEventState_t>(st), &a), ncclSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(p.stopEvent(h), ncclSuccess);
+}
+
+TEST_P(ProfilerVersion, WithoutNetPathsProxyEventsAreNotTracked) {
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(prof_->init(&ctx, 0x7c, &mask, nullptr, 2, 16, 0, nullptr), ncclSuccess);
+  EXPECT_EQ(proxyOp(*prof_, ctx, nullptr, 0, 1, true, getpid()), nullptr);
+  ASSERT_EQ(prof_->finalize(ctx), ncclSuccess);
+  EXPECT_TRUE(logEvents("net_paths").empty());
+}
+
+TEST_P(ProfilerVersion, ProxyStepsBecomeNetworkPaths) {
+  setenv("WIREWISE_NET_PATHS", "on", 1);
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(prof_->init(&ctx, 0x7a, &mask, "dp", 2, 16, 0, nullptr), ncclSuccess);
+  ncclProfilerEventDescr_v5_t c{};
+  c.type = ncclProfileColl;
+  c.coll.func = "AllReduce";
+  c.coll.count = 1 << 18;
+  c.coll.datatype = "ncclFloat32";
+  c.coll.nChannels = 1;
+  c.coll.algo = "RING";
+  c.coll.proto = "SIMPLE";
+  void* coll = nullptr;
+  ASSERT_EQ(prof_->startEvent(ctx, &coll, &c), ncclSuccess);
+  ASSERT_NE(coll, nullptr);
+  void* send = proxyOp(*prof_, ctx, coll, 1, 3, true, getpid());
+  void* recv = proxyOp(*prof_, ctx, coll, 1, 15, false, getpid());
+  ASSERT_TRUE(send && recv);
+  for (int s = 0; s < 2; ++s) {
+    proxyStep(*prof_, ctx, send, s,
+              {ncclProfilerProxyStepSendGPUWait, ncclProfilerProxyStepSendPeerWait_v4, ncclProfilerProxyStepSendWait},
+              1 << 19);
+    proxyStep(*prof_, ctx, recv, s,
+              {ncclProfilerProxyStepRecvWait, ncclProfilerProxyStepRecvFlushWait, ncclProfilerProxyStepRecvGPUWait},
+              1 << 18);
+  }
+  ASSERT_EQ(prof_->stopEvent(send), ncclSuccess);
+  ASSERT_EQ(prof_->stopEvent(recv), ncclSuccess);
+  ASSERT_EQ(prof_->stopEvent(send), ncclSuccess);  // duplicate: ignored
+  ASSERT_EQ(prof_->stopEvent(coll), ncclSuccess);
+  ASSERT_EQ(prof_->finalize(ctx), ncclSuccess);
+
+  // The runtime reports paths at each summary and at finalize: add up the comm's net_paths events.
+  auto ev = logEvents("net_paths");
+  ASSERT_FALSE(ev.empty());
+  uint64_t ops = 0, steps = 0, stale = 0;
+  std::map<std::string, nlohmann::json> paths;  // "dir/channel/peer" -> summed row
+  for (const auto& e : ev) {
+    EXPECT_EQ(e["comm"], "0x000000000000007a");
+    ops += e["ops"].get<uint64_t>();
+    steps += e["steps"].get<uint64_t>();
+    stale += e["drops"]["stale"].get<uint64_t>();
+    for (const auto& r : e["paths"]) {
+      auto& p = paths[r["dir"].get<std::string>() + "/" + r["channel"].dump() + "/" + r["peer"].dump()];
+      if (p.is_null()) {
+        p = r;
+        continue;
+      }
+      for (const char* f : {"ops", "steps", "planned_steps", "bytes"})
+        p[f] = p[f].get<uint64_t>() + r[f].get<uint64_t>();
+      for (const char* f : {"active_us", "net_us"}) p[f] = p[f].get<double>() + r[f].get<double>();
+      for (const auto& [k, v] : r["wait_us"].items()) p["wait_us"][k] = p["wait_us"].value(k, 0.0) + v.get<double>();
+    }
+  }
+  EXPECT_EQ(ops, 2u);
+  EXPECT_EQ(steps, 4u);
+  EXPECT_EQ(stale, 1u);
+  ASSERT_EQ(paths.size(), 2u);
+  ASSERT_TRUE(paths.count("send/1/3") && paths.count("recv/1/15"));
+  const auto& tx = paths["send/1/3"];
+  EXPECT_EQ(tx["steps"], 2);
+  EXPECT_EQ(tx["planned_steps"], 2);
+  EXPECT_EQ(tx["chunk_size"], 1 << 19);
+  EXPECT_EQ(tx["bytes"], 2 << 19);  // transSize at SendWait only
+  // Each state lasted one sleep (>= 1 ms) per step; the network interval is SendWait..stop.
+  EXPECT_GE(tx["wait_us"]["send_gpu_wait"].get<double>(), 2000.0);
+  EXPECT_GE(tx["wait_us"]["send_peer_wait"].get<double>(), 2000.0);
+  EXPECT_GE(tx["net_us"].get<double>(), 2000.0);
+  EXPECT_GE(tx["active_us"].get<double>(), tx["net_us"].get<double>());
+  if (ev.size() == 1) {
+    EXPECT_NEAR(tx["net_gbs"].get<double>(), (2 << 19) / (tx["net_us"].get<double>() * 1e3), 1e-6);
+  }
+  const auto& rx = paths["recv/1/15"];
+  EXPECT_EQ(rx["bytes"], 2 << 18);  // transSize at RecvFlushWait only
+  EXPECT_GE(rx["wait_us"]["recv_gpu_wait"].get<double>(), 2000.0);
+  EXPECT_FALSE(rx["wait_us"].contains("send_wait"));
+}
+
+TEST_P(ProfilerVersion, PxnAndOrphanProxyEventsNeverTouchForeignPointers) {
+  setenv("WIREWISE_NET_PATHS", "on", 1);
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(prof_->init(&ctx, 0x7b, &mask, nullptr, 2, 16, 0, nullptr), ncclSuccess);
+  // Under PXN this process's proxy reports another process's op: NCCL passes that process's context and
+  // parent. Wild values stand in for them: dereferencing either would crash this test.
+  void* foreignCtx = reinterpret_cast<void*>(0x10);
+  void* foreignParent = reinterpret_cast<void*>(0x20);
+  EXPECT_EQ(proxyOp(*prof_, foreignCtx, foreignParent, 0, 1, true, getpid() + 1), nullptr);
+  // NCCL still starts the op's steps, with our null op handle as parent and the foreign context.
+  ncclProfilerEventDescr_v5_t st{};
+  st.type = ncclProfileProxyStep;
+  void* h = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(prof_->startEvent(foreignCtx, &h, &st), ncclSuccess);
+  EXPECT_EQ(h, nullptr);
+  // Our own op without a parent (a p2p: P2p events are not tracked) is measured all the same.
+  void* op = proxyOp(*prof_, ctx, nullptr, 2, 5, true, getpid());
+  ASSERT_NE(op, nullptr);
+  ASSERT_EQ(prof_->stopEvent(op), ncclSuccess);
+  ASSERT_EQ(prof_->finalize(ctx), ncclSuccess);
+  auto ev = logEvents("net_paths");
+  ASSERT_EQ(ev.size(), 1u);  // one op: whichever report saw it, the other had nothing to say
+  EXPECT_GE(ev[0]["process"]["pxn_ops"].get<uint64_t>(), 1u);
+  EXPECT_GE(ev[0]["process"]["orphan_steps"].get<uint64_t>(), 1u);
+  EXPECT_EQ(ev[0]["null_parent_ops"], 1);
+  ASSERT_EQ(ev[0]["paths"].size(), 1u);
+  EXPECT_EQ(ev[0]["paths"][0]["peer"], 5);
 }
 
 TEST_P(ProfilerVersion, KernelChannelTimesBecomeSummaries) {

@@ -68,6 +68,64 @@ TEST(CollectorsWiring, StateChangesReachTheLogAsTheyHappen) {
   EXPECT_TRUE(sawDegraded);
 }
 
+// WIREWISE_WIRING (with %h) seeds the link-health model with the map's GPU pairs: the flagged ones are
+// degraded links in the first full snapshot, and the flags are logged once. A map from another host is
+// refused: its pairs would name this host's GPUs wrongly.
+std::vector<nlohmann::json> runWithMap(const std::string& mapHost, collectors::testing::FakeSysfs& sys) {
+  std::ifstream in(std::string(WW_SOURCE_DIR) + "/tests/telemetry/wiring/data/h100x4_degraded.json");
+  nlohmann::json map = nlohmann::json::parse(in);
+  map["host"] = mapHost;
+  char self[256] = {};
+  ::gethostname(self, sizeof self - 1);
+  std::ofstream(sys.root() + "/" + self + ".json") << map.dump();
+  std::string log = sys.root() + "/wirewise.jsonl";
+  std::map<std::string, std::string> env = {{"WIREWISE_SYSFS_ROOT", sys.root()},
+                                            {"WIREWISE_COLLECT_MS", "100"},
+                                            {"WIREWISE_WIRING", sys.root() + "/%h.json"},
+                                            {"WIREWISE_LOG", log}};
+  Runtime::acquire([&](const char* k) -> const char* {
+    auto it = env.find(k);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  Runtime::release();
+  return readLog(log);
+}
+
+TEST(CollectorsWiring, AWiringMapSeedsTheLinkHealthModel) {
+  collectors::testing::FakeSysfs sys;
+  sys.ibPort("mlx5_0", 1);
+  char self[256] = {};
+  ::gethostname(self, sizeof self - 1);
+  bool prior = false;
+  int pairs = 0, degraded = 0;
+  for (const auto& e : runWithMap(self, sys)) {
+    if (e.value("event", "") == "wiring_prior") {
+      prior = true;
+      EXPECT_FALSE(e["flags"].empty()) << e.dump();
+    }
+    if (e.value("event", "") != "link_health" || e.value("reason", "") != "periodic") continue;
+    for (const auto& l : e["links"]) {
+      if (l.value("id", "").find("->") == std::string::npos) continue;
+      ++pairs;
+      degraded += l.value("state", "") == "degraded";
+    }
+  }
+  EXPECT_TRUE(prior);
+  EXPECT_EQ(pairs, 12);  // 4 GPUs: every ordered pair
+  EXPECT_GE(degraded, 1);
+}
+
+TEST(CollectorsWiring, AMapFromAnotherHostIsIgnored) {
+  collectors::testing::FakeSysfs sys;
+  sys.ibPort("mlx5_0", 1);
+  for (const auto& e : runWithMap("some-other-host", sys)) {
+    EXPECT_NE(e.value("event", ""), "wiring_prior");
+    if (e.value("event", "") != "link_health") continue;
+    for (const auto& l : e["links"]) EXPECT_EQ(l.value("id", "").find("->"), std::string::npos) << l.dump();
+  }
+}
+
 TEST(CollectorsWiring, ZeroTurnsThemOff) {
   collectors::testing::FakeSysfs sys;
   sys.ibPort("mlx5_0", 1);

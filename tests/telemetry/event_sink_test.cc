@@ -288,6 +288,24 @@ TEST(EventSink, StaleCollIsReclaimedAndItsLateEventsIgnored) {
   expectBalanced(sink);
 }
 
+// Every slot leaked (Colls whose KernelCh never came): refused starts must still age them, or the sink
+// would drop every later collective for the rest of the run.
+TEST(EventSink, APoolThatLeakedEverySlotRecovers) {
+  const size_t pool = 4;
+  EventSink sink(1, 0, 2, pool, 64);
+  for (uint64_t seq = 0; seq < pool; ++seq) ASSERT_NE(sink.start(collEvent(seq, 1)), nullptr);
+  EXPECT_EQ(sink.start(collEvent(pool, 1)), nullptr);  // the leaked ones are not a pool's worth old yet
+  void* fresh = sink.start(collEvent(pool + 1, 1));
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(sink.counters().droppedIncomplete, 1u);
+  EXPECT_EQ(sink.counters().droppedPoolExhausted, 1u);
+  runChannel(sink, fresh, 0, 10, 30);
+  sink.stop(fresh);
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].seqNumber, pool + 1);
+}
+
 TEST(EventSink, ChannelPoolExhaustionPoisonsTheParent) {
   EventSink sink(1, 0, 2, 1, 4);  // 4 channel slots
   void* coll = sink.start(collEvent(1, 6));

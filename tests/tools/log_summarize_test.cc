@@ -106,6 +106,21 @@ TEST(LogSummary, SeveralFilesMergeByCommunicator) {
   EXPECT_EQ(s.comms[0].drops.total(), 12u);
 }
 
+TEST(LogSummarizeCli, TelemetryEventsAreKnownNotUnknown) {
+  const std::string path = ::testing::TempDir() + "/ww_known_events.jsonl";
+  {
+    std::ofstream f(path);
+    for (const char* ev : {"link_health", "net_paths", "collectors", "control", "control_start", "verdict",
+                           "not_an_event_yet"})
+      f << R"({"v":1,"pid":7,"event":")" << ev << "\"}\n";
+  }
+  auto r = runCli("log summarize --json " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["events"], 6);
+  EXPECT_EQ(j["unknown"], 1);  // only the made-up one
+}
+
 TEST(HumanBytes, UnitsAndExactness) {
   EXPECT_EQ(humanBytes(0), "0 B");
   EXPECT_EQ(humanBytes(1023), "1023 B");

@@ -1,0 +1,226 @@
+// Profiler callbacks on the shipped library, called through the ncclProfiler_v5_t function pointers as
+// NCCL's proxy and launch threads do. Each benchmark runs one event lifecycle per iteration and reports
+// ns_per_event (the lifecycle's time over its callbacks) and allocs_per_event (heap allocations made by
+// the calling thread; the runtime's drain thread is not counted). Issue #5 target: <= 100 ns, 0 allocs.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "bench/alloc_counter.h"
+#include "plugin/nccl/profiler.h"
+
+namespace wirewise::bench {
+namespace {
+
+const ncclProfiler_v5_t* gProf = nullptr;
+void* gCtx = nullptr;
+pid_t gPid = 0;  // getpid() is a system call: NCCL too fills proxyOp.pid from a cached value
+
+void report(benchmark::State& state, int eventsPerIteration, uint64_t allocs) {
+  double events = static_cast<double>(state.iterations()) * eventsPerIteration;
+  state.counters["ns_per_event"] =
+      benchmark::Counter(events, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["allocs_per_event"] = benchmark::Counter(static_cast<double>(allocs) / events);
+}
+
+ncclProfilerEventDescr_v5_t collDescr(uint8_t nChannels) {
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileColl;
+  d.coll.func = "AllReduce";
+  d.coll.count = 1 << 18;
+  d.coll.datatype = "ncclBfloat16";
+  d.coll.nChannels = nChannels;
+  d.coll.algo = "RING";
+  d.coll.proto = "SIMPLE";
+  return d;
+}
+
+void* startOp(void* parent, int peer, bool isSend) {
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileProxyOp;
+  d.parentObj = parent;
+  d.proxyOp.pid = gPid;
+  d.proxyOp.channelId = 3;
+  d.proxyOp.peer = peer;
+  d.proxyOp.nSteps = 8;
+  d.proxyOp.chunkSize = 1 << 19;
+  d.proxyOp.isSend = isSend;
+  void* h = nullptr;
+  gProf->startEvent(gCtx, &h, &d);
+  return h;
+}
+
+// Coll start and stop, then its one channel: KernelCh start, KernelChStop record, stop (5 callbacks).
+void BM_CollWithKernelCh(benchmark::State& state) {
+  ncclProfilerEventDescr_v5_t c = collDescr(1);
+  ncclProfilerEventDescr_v5_t k{};
+  k.type = ncclProfileKernelCh;
+  ncclProfilerEventStateArgs_v5_t a{};
+  uint64_t t = 1'000'000;
+  startCountingAllocs();
+  for (auto _ : state) {
+    void *coll = nullptr, *ch = nullptr;
+    c.coll.seqNumber++;
+    gProf->startEvent(gCtx, &coll, &c);
+    gProf->stopEvent(coll);
+    k.parentObj = coll;
+    k.kernelCh.pTimer = t;
+    gProf->startEvent(gCtx, &ch, &k);
+    a.kernelCh.pTimer = t += 5000;
+    gProf->recordEventState(ch, ncclProfilerKernelChStop, &a);
+    gProf->stopEvent(ch);
+    benchmark::DoNotOptimize(ch);
+  }
+  uint64_t allocs = stopCountingAllocs();
+  if (gCtx == nullptr) state.SkipWithError("no context");
+  report(state, 5, allocs);
+}
+
+// ProxyOp start and stop under a Coll (2 callbacks).
+void BM_ProxyOp(benchmark::State& state) {
+  ncclProfilerEventDescr_v5_t c = collDescr(1);
+  void* coll = nullptr;
+  gProf->startEvent(gCtx, &coll, &c);
+  startCountingAllocs();
+  for (auto _ : state) {
+    void* op = startOp(coll, 5, true);
+    gProf->stopEvent(op);
+    benchmark::DoNotOptimize(op);
+  }
+  uint64_t allocs = stopCountingAllocs();
+  if (coll == nullptr) state.SkipWithError("no Coll handle");
+  report(state, 2, allocs);
+  gProf->stopEvent(coll);
+}
+
+// One network transfer: ProxyStep start, three state records, stop (5 callbacks), under an open ProxyOp.
+void proxySteps(benchmark::State& state, bool isSend) {
+  void* op = startOp(nullptr, 6, isSend);
+  if (op == nullptr) {
+    state.SkipWithError("no ProxyOp handle");
+    return;
+  }
+  const ncclProfilerEventState_t states[2][3] = {
+      {ncclProfilerProxyStepRecvWait, ncclProfilerProxyStepRecvFlushWait, ncclProfilerProxyStepRecvGPUWait},
+      {ncclProfilerProxyStepSendGPUWait, ncclProfilerProxyStepSendPeerWait_v4, ncclProfilerProxyStepSendWait}};
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileProxyStep;
+  d.parentObj = op;
+  ncclProfilerEventStateArgs_v5_t a{};
+  a.proxyStep.transSize = 1 << 19;
+  startCountingAllocs();
+  for (auto _ : state) {
+    void* s = nullptr;
+    d.proxyStep.step++;
+    gProf->startEvent(gCtx, &s, &d);
+    for (ncclProfilerEventState_t st : states[isSend]) gProf->recordEventState(s, st, &a);
+    gProf->stopEvent(s);
+    benchmark::DoNotOptimize(s);
+  }
+  report(state, 5, stopCountingAllocs());
+  gProf->stopEvent(op);
+}
+void BM_ProxyStepSend(benchmark::State& state) { proxySteps(state, true); }
+void BM_ProxyStepRecv(benchmark::State& state) { proxySteps(state, false); }
+
+// Single callbacks. A Coll of 0 channels completes at its stop (start + stop, 2 callbacks).
+void BM_CollStartStop(benchmark::State& state) {
+  ncclProfilerEventDescr_v5_t c = collDescr(0);
+  startCountingAllocs();
+  for (auto _ : state) {
+    void* coll = nullptr;
+    gProf->startEvent(gCtx, &coll, &c);
+    gProf->stopEvent(coll);
+    benchmark::DoNotOptimize(coll);
+  }
+  report(state, 2, stopCountingAllocs());
+}
+
+// ProxyStep start and stop without states (2 callbacks).
+void BM_ProxyStepStartStop(benchmark::State& state) {
+  void* op = startOp(nullptr, 7, true);
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileProxyStep;
+  d.parentObj = op;
+  startCountingAllocs();
+  for (auto _ : state) {
+    void* s = nullptr;
+    gProf->startEvent(gCtx, &s, &d);
+    gProf->stopEvent(s);
+    benchmark::DoNotOptimize(s);
+  }
+  report(state, 2, stopCountingAllocs());
+  if (op == nullptr) state.SkipWithError("no ProxyOp handle");
+  gProf->stopEvent(op);
+}
+
+// recordEventState alone on one open step, alternating RecvWait and RecvFlushWait (each a state change).
+void BM_ProxyStepRecord(benchmark::State& state) {
+  void* op = startOp(nullptr, 8, false);
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = ncclProfileProxyStep;
+  d.parentObj = op;
+  void* s = nullptr;
+  gProf->startEvent(gCtx, &s, &d);
+  ncclProfilerEventStateArgs_v5_t a{};
+  a.proxyStep.transSize = 1 << 19;
+  startCountingAllocs();
+  for (auto _ : state) {
+    gProf->recordEventState(s, ncclProfilerProxyStepRecvWait, &a);
+    gProf->recordEventState(s, ncclProfilerProxyStepRecvFlushWait, &a);
+  }
+  report(state, 2, stopCountingAllocs());
+  if (s == nullptr) state.SkipWithError("no ProxyStep handle");
+  gProf->stopEvent(s);
+  gProf->stopEvent(op);
+}
+
+// The counter must see what it claims to count.
+void BM_AllocSanityNew(benchmark::State& state) {
+  startCountingAllocs();
+  for (auto _ : state) {
+    int* p = new int(1);
+    benchmark::DoNotOptimize(p);
+    delete p;
+  }
+  report(state, 1, stopCountingAllocs());
+}
+
+BENCHMARK(BM_CollStartStop);
+BENCHMARK(BM_CollWithKernelCh);
+BENCHMARK(BM_ProxyOp);
+BENCHMARK(BM_ProxyStepSend);
+BENCHMARK(BM_ProxyStepRecv);
+BENCHMARK(BM_ProxyStepStartStop);
+BENCHMARK(BM_ProxyStepRecord);
+BENCHMARK(BM_AllocSanityNew);
+
+}  // namespace
+}  // namespace wirewise::bench
+
+int main(int argc, char** argv) {
+  setenv("WIREWISE_LOG", "none", 1);
+  setenv("WIREWISE_NET_PATHS", "on", 1);
+  void* lib = dlopen(WW_PLUGIN_SO, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    std::fprintf(stderr, "cannot open %s: %s\n", WW_PLUGIN_SO, dlerror());
+    return 1;
+  }
+  using wirewise::bench::gCtx;
+  using wirewise::bench::gProf;
+  wirewise::bench::gPid = getpid();
+  gProf = static_cast<const ncclProfiler_v5_t*>(dlsym(lib, "ncclProfiler_v5"));
+  int mask = 0;
+  if (gProf == nullptr || gProf->init(&gCtx, 0xbe, &mask, "bench", 2, 16, 0, nullptr) != ncclSuccess || !gCtx) {
+    std::fprintf(stderr, "profiler init failed\n");
+    return 1;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  gProf->finalize(gCtx);
+  benchmark::Shutdown();
+  return 0;
+}

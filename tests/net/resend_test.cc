@@ -1,0 +1,156 @@
+// Faults on loopback: one stream of a two-rail connection is shut down under a running transfer (writes
+// on it fail from then on); its unacknowledged chunks must be resent on the other rail and every byte
+// must arrive once and intact. With every stream shut down, both ends report an error instead of hanging.
+// (Real links going down, detected by the missing acknowledgements, are in netns_adaptive_test.cc.)
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "net/comm.h"
+#include "net/transport.h"
+#include "tests/net/traffic.h"
+#include "tests/net/transport_util.h"
+
+namespace wirewise::net {
+namespace {
+
+using testing::connectPair;
+using testing::Pair;
+using testing::waitDone;
+
+class Resend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setDevices({loopbackDevice(2)});
+    TransportConfig config;
+    config.chunkBytes = 32 << 10;
+    config.railTimeoutMs = 1000;
+    setConfig(config);
+  }
+};
+
+struct Outcome {
+  std::string sendError, recvError;
+  int received = 0;
+};
+
+// Sends `traffic` with up to 16 in flight while the receiver verifies every byte; `fault` runs on the
+// sender thread after `faultAfter` messages were posted.
+template <typename Fault>
+Outcome transfer(Pair& p, const std::vector<testing::Message>& traffic, uint64_t seed, int faultAfter, Fault fault) {
+  Outcome o;
+  constexpr int kWindow = 16;
+  std::thread sender([&] {
+    size_t maxSize = 0;
+    for (const auto& m : traffic) maxSize = std::max(maxSize, m.size);
+    std::vector<std::vector<char>> bufs(kWindow, std::vector<char>(maxSize + 1));
+    std::vector<void*> reqs(kWindow, nullptr);
+    for (size_t i = 0; i < traffic.size(); ++i) {
+      if (static_cast<int>(i) == faultAfter) fault();
+      void*& slot = reqs[i % kWindow];
+      if (slot != nullptr) {
+        if (Status s = waitDone(slot, nullptr); s != Status::kOk) {
+          o.sendError = "send test " + std::to_string(static_cast<int>(s)) + " before message " + std::to_string(i);
+          return;
+        }
+      }
+      testing::fill(bufs[i % kWindow].data(), traffic[i].size, seed, static_cast<int>(i));
+      slot = nullptr;
+      if (isend(p.sc, bufs[i % kWindow].data(), traffic[i].size, traffic[i].tag, &slot) != Status::kOk || !slot) {
+        o.sendError = "isend";
+        return;
+      }
+    }
+    for (void* r : reqs)
+      if (r != nullptr && waitDone(r, nullptr) != Status::kOk) o.sendError = "final send test";
+  });
+  std::thread receiver([&] {
+    size_t maxSize = 0;
+    for (const auto& m : traffic) maxSize = std::max(maxSize, m.size);
+    std::vector<std::vector<char>> bufs(kWindow, std::vector<char>(maxSize + 1));
+    std::vector<void*> reqs(kWindow, nullptr);
+    size_t posted = 0;
+    for (size_t i = 0; i < traffic.size(); ++i) {
+      while (posted < traffic.size() && posted < i + kWindow) {
+        void* data[1] = {bufs[posted % kWindow].data()};
+        size_t sizes[1] = {bufs[0].size()};
+        int tags[1] = {traffic[posted].tag};
+        if (irecv(p.rc, 1, data, sizes, tags, &reqs[posted % kWindow]) != Status::kOk) {
+          o.recvError = "irecv";
+          return;
+        }
+        ++posted;
+      }
+      int size = -1;
+      if (Status s = waitDone(reqs[i % kWindow], &size); s != Status::kOk) {
+        o.recvError = "recv test " + std::to_string(static_cast<int>(s)) + " at message " + std::to_string(i);
+        return;
+      }
+      if (static_cast<size_t>(size) != traffic[i].size ||
+          testing::firstMismatch(bufs[i % kWindow].data(), traffic[i].size, seed, static_cast<int>(i)) >= 0) {
+        o.recvError = "message " + std::to_string(i) + " corrupted";
+        return;
+      }
+      ++o.received;
+    }
+  });
+  sender.join();
+  receiver.join();
+  return o;
+}
+
+TEST_F(Resend, AStreamThatFailsMidTransferIsResentIntact) {
+  Pair p = connectPair(0);
+  ASSERT_NE(p.sc, nullptr);
+  ASSERT_NE(p.rc, nullptr);
+  auto* sc = static_cast<SendComm*>(p.sc);
+  ASSERT_EQ(sc->streamCount(), 2u);
+  const uint64_t seed = 0xfa11;
+  auto traffic = testing::makeTraffic(seed, 400, 1 << 20);
+  Outcome o = transfer(p, traffic, seed, 150, [&] { shutdown(sc->streamFd(1), SHUT_RDWR); });
+  EXPECT_EQ(o.sendError, "");
+  EXPECT_EQ(o.recvError, "");
+  EXPECT_EQ(o.received, 400);
+  CommTelemetry t;
+  ASSERT_TRUE(sendTelemetry(p.sc, &t));
+  EXPECT_FALSE(t.rail[1].up);
+  EXPECT_TRUE(t.rail[0].up);
+  EXPECT_GT(t.resentChunks, 0u);
+  EXPECT_EQ(sc->streamsUp(), 1);
+  std::printf("[resend] %llu chunks resent, %llu duplicate copies dropped by the receiver\n",
+              static_cast<unsigned long long>(t.resentChunks),
+              static_cast<unsigned long long>(static_cast<RecvComm*>(p.rc)->duplicatesDropped()));
+  p.close();
+}
+
+TEST_F(Resend, NoStreamLeftIsAnErrorOnBothEndsNotAHang) {
+  Pair p = connectPair(0);
+  ASSERT_NE(p.sc, nullptr);
+  auto* sc = static_cast<SendComm*>(p.sc);
+  const uint64_t seed = 0xdead;
+  auto traffic = testing::makeTraffic(seed, 200, 1 << 20);
+  auto start = std::chrono::steady_clock::now();
+  Outcome o = transfer(p, traffic, seed, 60, [&] {
+    shutdown(sc->streamFd(0), SHUT_RDWR);
+    shutdown(sc->streamFd(1), SHUT_RDWR);
+  });
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(o.sendError, "");
+  EXPECT_NE(o.recvError, "");
+  EXPECT_NE(o.sendError.find("send test 5"), std::string::npos) << o.sendError;  // Status::kRemoteError
+  EXPECT_NE(o.recvError.find("recv test 5"), std::string::npos) << o.recvError;
+  EXPECT_LT(s, 30.0);
+  std::printf("[resend] no stream left: sender '%s', receiver '%s' after %.2f s, %d messages intact\n",
+              o.sendError.c_str(), o.recvError.c_str(), s, o.received);
+  p.close();
+}
+
+}  // namespace
+}  // namespace wirewise::net
