@@ -110,6 +110,8 @@ Runtime::Runtime(const EnvSource& env)
                                  {"WIREWISE_COLLECT_MS", std::to_string(settings_.collectMs)},
                                  {"WIREWISE_CUPTI", settings_.cupti ? "on" : "off"},
                                  {"WIREWISE_NET_PATHS", settings_.netPaths ? "on" : "off"},
+                                 {"WIREWISE_NET_IFNAMES", settings_.netIfnames},
+                                 {"WIREWISE_WIRING", settings_.wiring},
                                  {"WIREWISE_SYSFS_ROOT", settings_.sysfsRoot}};
   if (settings_.sync != SyncMode::Off) {
     control::Rendezvous rv = control::resolveRendezvous(env);
