@@ -40,3 +40,28 @@ function(ww_test NAME)
   endif()
   gtest_discover_tests(${NAME} PROPERTIES LABELS "${ARG_LABELS}" RUN_SERIAL ${serial} DISCOVERY_TIMEOUT 60)
 endfunction()
+
+# A libFuzzer target (clang only, never a ctest; run by hand: ./NAME -max_total_time=60 <corpus dir>). SRCS
+# are compiled into it again, instrumented for coverage and the sanitizers (the project's libraries are not).
+# Elsewhere it is silently not built.
+function(ww_fuzz NAME)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    return()
+  endif()
+  include(CheckCXXSourceCompiles)
+  set(CMAKE_REQUIRED_FLAGS "-fsanitize=fuzzer")
+  check_cxx_source_compiles("
+    #include <cstddef>
+    #include <cstdint>
+    extern \"C\" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }" WW_HAVE_LIBFUZZER)
+  unset(CMAKE_REQUIRED_FLAGS)
+  if(NOT WW_HAVE_LIBFUZZER)
+    return()
+  endif()
+  add_executable(${NAME} ${ARG_SRCS})
+  target_include_directories(${NAME} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_compile_options(${NAME} PRIVATE ${WW_WARNINGS} -fsanitize=fuzzer,address,undefined)
+  target_link_options(${NAME} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(${NAME} PRIVATE ${ARG_DEPS})
+endfunction()

@@ -14,6 +14,21 @@ constexpr uint32_t kNoPath = UINT32_MAX;
 uint32_t genOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
 uint64_t freed(uint64_t c) { return uint64_t{genOf(c) + 1} << 32; }
 bool liveWithTag(uint64_t c, uint32_t tag) { return (c & kInUse) && slot_tag::tagOf(genOf(c)) == tag; }
+// Frees a live slot whose generation matches tag (next generation); false for a late or duplicate stop.
+// The caller then owns the slot's fields until it pushes the index back on its free list.
+bool release(std::atomic<uint64_t>& ctrl, uint32_t tag) {
+  uint64_t c = ctrl.load(std::memory_order_acquire);
+  do {
+    if (!liveWithTag(c, tag)) return false;
+  } while (!ctrl.compare_exchange_weak(c, freed(c), std::memory_order_acq_rel, std::memory_order_acquire));
+  return true;
+}
+template <class Slot>
+size_t countInUse(const Slot* slots, uint32_t n) {
+  size_t k = 0;
+  for (uint32_t i = 0; i < n; ++i) k += (slots[i].ctrl.load(std::memory_order_acquire) & kInUse) != 0;
+  return k;
+}
 
 // path is atomic because a stale child start may read it while the slot's next owner writes it (the
 // reader then sees the control word change and backs off).
@@ -271,26 +286,20 @@ void ProxySink::Impl::endStep(const StepSlot& s, uint64_t now) noexcept {
 }
 
 void ProxySink::Impl::stopOp(OpSlot* s, uint32_t tag, uint64_t now) noexcept {
-  uint64_t c = s->ctrl.load(std::memory_order_acquire);
-  do {
-    if (!liveWithTag(c, tag)) {
-      stale.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-  } while (!s->ctrl.compare_exchange_weak(c, freed(c), std::memory_order_acq_rel, std::memory_order_acquire));
+  if (!release(s->ctrl, tag)) {
+    stale.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   PathSlot& p = paths[s->path.load(std::memory_order_relaxed)];
   leave(p.opsLive, p.activeSince, p.activeNs, now);
   freeOps.push(s->index);
 }
 
 void ProxySink::Impl::stopStep(StepSlot* s, uint32_t tag, uint64_t now) noexcept {
-  uint64_t c = s->ctrl.load(std::memory_order_acquire);
-  do {
-    if (!liveWithTag(c, tag)) {
-      stale.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-  } while (!s->ctrl.compare_exchange_weak(c, freed(c), std::memory_order_acq_rel, std::memory_order_acquire));
+  if (!release(s->ctrl, tag)) {
+    stale.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   endStep(*s, now);
   freeSteps.push(s->index);
 }
@@ -380,18 +389,9 @@ ProxyCounters ProxySink::counters() const noexcept {
   return c;
 }
 
-size_t ProxySink::opsInFlight() const noexcept {
-  size_t n = 0;
-  for (uint32_t i = 0; i < impl_->nOp; ++i) n += (impl_->ops[i].ctrl.load(std::memory_order_acquire) & kInUse) != 0;
-  return n;
-}
+size_t ProxySink::opsInFlight() const noexcept { return countInUse(impl_->ops.get(), impl_->nOp); }
 
-size_t ProxySink::stepsInFlight() const noexcept {
-  size_t n = 0;
-  for (uint32_t i = 0; i < impl_->nStep; ++i)
-    n += (impl_->steps[i].ctrl.load(std::memory_order_acquire) & kInUse) != 0;
-  return n;
-}
+size_t ProxySink::stepsInFlight() const noexcept { return countInUse(impl_->steps.get(), impl_->nStep); }
 
 ForeignProxyCounters ProxySink::foreignCounters() noexcept {
   ForeignProxyCounters c;
