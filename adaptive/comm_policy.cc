@@ -111,6 +111,12 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
     b.colls += static_cast<uint64_t>(o.n);
     b.bytesSum += o.meanBytes * o.n;
     maxChannels_ = std::max<int>(maxChannels_, o.choice.nChannels);
+    if (o.n >= p_.minSamples) {
+      if (o.slowChannels != 0)
+        b.chans[o.choice] = {o.slowChannels, o.slowRatio, o.choice.nChannels, b.epoch};
+      else
+        b.chans.erase(o.choice);
+    }
     if (b.phase == Phase::Exploring && matchesPending(b, o.choice)) {
       exploredUs_ += o.totalUs;
       b.spentUs += o.totalUs;
@@ -140,6 +146,7 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
     double x = b.accLog / b.accN;
     b.accLog = 0, b.accN = 0;
     b.lastObsLog = x;
+    b.lastObsAt = index;
     double up = b.det.upper(), down = b.det.lower(), base = b.det.baseline();
     Shift s = b.det.observe(x);
     if (s == Shift::None && index < b.suspectUntil && b.det.calibrated() &&
@@ -173,9 +180,24 @@ double CommPolicy::busBw(const Bucket& b, double us) const {
 nlohmann::json CommPolicy::linksJson() const {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [name, l] : links_) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s %s, %.0f%% of its speed%s", name.c_str(), l.state == 2 ? "down" : "degraded",
-                  l.capacityRatio * 100.0, l.errorsPerSec > 0 ? ", errors climbing" : "");
+    char buf[224];
+    int n = std::snprintf(buf, sizeof buf, "%s %s, %.0f%% of its speed%s", name.c_str(),
+                          l.state == 2 ? "down" : "degraded", l.capacityRatio * 100.0,
+                          l.errorsPerSec > 0 ? ", errors climbing" : "");
+    // Rails measure their own latency: a rise to twice the baseline or more is named, in the units a
+    // reader thinks in (40 µs, 2.0 ms).
+    if (l.baselineRttUs > 0 && l.rttUs >= 2 * l.baselineRttUs && n > 0 && static_cast<size_t>(n) < sizeof buf) {
+      auto fmt = [](float us, char* o, size_t cap) {
+        if (us >= 1000)
+          std::snprintf(o, cap, "%.1f ms", us / 1000.0);
+        else
+          std::snprintf(o, cap, "%.0f µs", static_cast<double>(us));
+      };
+      char from[24], to[24];
+      fmt(l.baselineRttUs, from, sizeof from);
+      fmt(l.rttUs, to, sizeof to);
+      std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), ", network latency rose from %s to %s", from, to);
+    }
     out.push_back(buf);
   }
   return out;
@@ -196,12 +218,42 @@ void CommPolicy::emit(nlohmann::json ev, uint64_t index, uint64_t boundary) cons
   emit_(std::move(ev));
 }
 
+// Latency or bandwidth (cause.h): every bucket of the collective with a calibrated time and a fresh one.
+// A watched bucket compares its detector's baseline with its latest observation, if made within
+// kCauseFresh verdicts (an older one may predate the change and read as unchanged);
+// a bucket in a re-probe episode compares the time before its alarm with its incumbent's estimate since.
+nlohmann::json CommPolicy::causeJson(int coll, uint64_t index) const {
+  constexpr uint64_t kCauseFresh = 2;
+  std::vector<BucketDelta> deltas;
+  for (const auto& [key, b] : buckets_) {
+    if (b.coll != coll || b.colls == 0 || !b.calibrated || !b.ran) continue;
+    const double bytes = b.bytesSum / static_cast<double>(b.colls);
+    if (b.phase == Phase::Steady && b.det.calibrated() && b.lastObsAt + kCauseFresh >= index) {
+      deltas.push_back({bytes, std::exp(b.det.baseline()), std::exp(b.lastObsLog)});
+    } else if (b.phase == Phase::Exploring && b.startRan) {
+      auto it = b.est.find(*b.startRan);
+      if (it != b.est.end() && it->second.epoch == b.epoch && it->second.n > 0)
+        deltas.push_back({bytes, std::exp(b.beforeLog), std::exp(it->second.logUs)});
+    }
+  }
+  const Cause c = inferCause(deltas);
+  if (c.kind == CauseKind::None) return nullptr;
+  return {{"kind", std::string(causeName(c.kind))},
+          {"latency_us", round1(c.latencyUs)},
+          {"sizes", c.sizes},
+          {"text", explainCause(c, collName(static_cast<CollType>(coll)))}};
+}
+
 void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
+  const nlohmann::json cause = causeJson(b.coll, index);  // before this bucket leaves Steady
   const Choice inc = *b.ran;
   b.beforeLog = b.det.baseline();  // the estimate itself has already followed the change
   const double now = b.lastObsLog;
   ++b.epoch;
   b.est[inc] = {now, p_.minSamples, b.epoch};
+  // The incumbent's latest slow-channel evidence is that of the alarming observations: the new state's.
+  if (auto it = b.chans.find(inc); it != b.chans.end()) it->second.epoch = b.epoch;
+  b.rankedBy.reset();
   b.stage = Stage::Pairs;
   b.phase = Phase::Exploring;
   b.refineProbes = 0;
@@ -253,11 +305,13 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
              {"suspected", b.suspected},
              {"reason", fmtPercent(pct) + (pct >= 0 ? " slower" : " faster") + " than its baseline" +
                             (b.suspected ? " while a link turned unhealthy" : "") + "; " +
+                            (cause.is_null() ? std::string() : cause["text"].get<std::string>() + "; ") +
                             (b.quick ? "the same state as at verdict " + std::to_string(b.matchedIndex) +
                                            "; re-measuring its winner only"
                                      : "re-measuring " + std::to_string(b.queue.size()) +
                                            " candidates predicted within " +
                                            fmtPercent((p_.closeFactor - 1) * 100) + " of it")}});
+  if (!cause.is_null()) ev["cause"] = cause;
   emit(std::move(ev), index, boundary);
   b.suspected = false;
 }
@@ -306,6 +360,8 @@ bool CommPolicy::needsConfirmation(Bucket& b) {
 }
 
 void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
+  // After a re-probe episode, the inference again on settled times: the alarm's may straddle the change.
+  const nlohmann::json cause = b.calibrated ? causeJson(b.coll, index) : nlohmann::json();
   b.phase = Phase::Steady;
   b.queue.clear();
   b.pending.clear();
@@ -372,6 +428,12 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
              fmtPercent(p_.switchGain * 100) + ": kept";
   else
     reason = choiceName(*b.ran) + " measured " + fmtPercent(gain) + " faster than " + fromName + " after the change";
+  // Why this channel count: the slow channels that ranked the channel probes.
+  if (b.rankedBy && *b.ran != startRan && b.ran->nChannels != b.rankedBy->channels &&
+      b.ran->nChannels <= b.rankedBy->channels)
+    reason += "; " + explainChannels(*b.rankedBy, b.ran->nChannels);
+  if (!cause.is_null()) reason += "; " + cause["text"].get<std::string>();
+  b.rankedBy.reset();
   ev.update({{"event", "adapt"},
              {"kind", kind},
              {"from", fromName},
@@ -385,6 +447,7 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
              {"links", linksJson()},
              {"reason", reason}});
   if (b.nccl) ev["from_nccl"] = choiceName(*b.nccl);
+  if (!cause.is_null()) ev["cause"] = cause;
   if (episode)
     ev["detector"] = {{"statistic", std::round(b.alarmStat * 1000) / 1000},
                       {"threshold", b.det.params().threshold},
@@ -411,6 +474,7 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
       b.ran = b.nccl;
       b.startDecision = b.incumbent;
       b.startRan = b.nccl;
+      b.rankedBy.reset();
       b.stage = Stage::Pairs;
       b.phase = Phase::Exploring;
       break;
@@ -462,11 +526,8 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
       b.stage = Stage::Channels;
       // The best pair's channel counts, then the runner-up pair's if it is within 10% (its best channel
       // count may not have been measured yet: a pair is first measured at one count only).
-      for (const auto& [a, p] : topPairs(b, std::log(1.10))) {
-        for (int c : channelCandidates(b.est, b.epoch, a, p, maxChannels_, b.triedChannels[{a, p}]))
-          b.queue.push_back({a, p, static_cast<int8_t>(c)});
-        if (!b.queue.empty()) break;
-      }
+      for (const auto& [a, p] : topPairs(b, std::log(1.10)))
+        if (queueChannels(b, a, p)) break;
     }
     if (b.queue.empty() && !needsConfirmation(b)) {
       finishEpisode(b, index, boundary);
@@ -479,6 +540,54 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
     return false;
   }
   return !b.queue.empty() && static_cast<int>(b.pending.size()) < kMaxOutstanding;
+}
+
+// The channel stage for one pair; true when it queued probes. With slow-channel evidence for the pair in
+// this epoch (at the comm's channel count), the counts the topology-aware model predicts to beat the best
+// measurement come first, and the grid/bracket search that follows skips counts predicted worse than
+// closeFactor x the best. Without evidence (real NCCL's KernelCh times may be coarse) it is the
+// grid/bracket search alone.
+bool CommPolicy::queueChannels(Bucket& b, int8_t algo, int8_t proto) {
+  std::set<int>& tried = b.triedChannels[{algo, proto}];
+  const ChannelEvidence* ev = nullptr;
+  double evLog = 0;
+  // Only evidence measured at the comm's full channel count: that is where a slow NIC shows against its
+  // healthy peers. At other counts an uneven spread of channels over the NICs (5 channels on 4 NICs put
+  // two on NIC 0) shows too, and is already what the measured times say.
+  for (const auto& [c, e] : b.chans) {
+    auto est = b.est.find(c);
+    if (c.algo != algo || c.proto != proto || e.epoch != b.epoch || e.channels != maxChannels_ ||
+        est == b.est.end() || est->second.epoch != b.epoch || est->second.n == 0)
+      continue;
+    ev = &e, evLog = est->second.logUs;
+  }
+  auto best = bestInEpoch(b.est, b.epoch);
+  if (ev == nullptr || !best) {
+    for (int c : channelCandidates(b.est, b.epoch, algo, proto, maxChannels_, tried))
+      b.queue.push_back({algo, proto, static_cast<int8_t>(c)});
+    return !b.queue.empty();
+  }
+  std::set<int> known = tried;
+  for (const auto& [c, s] : b.est)
+    if (c.algo == algo && c.proto == proto && s.epoch == b.epoch && s.n > 0) known.insert(c.nChannels);
+  for (int c : rankChannelCounts(*ev, evLog, best->second.logUs + std::log(1 - p_.switchGain), maxChannels_, known,
+                                 kMaxOutstanding))
+    b.queue.push_back({algo, proto, static_cast<int8_t>(c)});
+  if (!b.queue.empty()) {
+    b.rankedBy = *ev;
+    return true;
+  }
+  const double limit = best->second.logUs + std::log(p_.closeFactor);
+  for (;;) {
+    std::vector<int> next = channelCandidates(b.est, b.epoch, algo, proto, maxChannels_, known);
+    if (next.empty()) return false;
+    for (int c : next) {
+      known.insert(c);
+      if (c > ev->channels || evLog + std::log(predictChannelFactor(*ev, c)) <= limit)
+        b.queue.push_back({algo, proto, static_cast<int8_t>(c)});
+    }
+    if (!b.queue.empty()) return true;
+  }
 }
 
 std::vector<std::pair<int8_t, int8_t>> CommPolicy::topPairs(const Bucket& b, double within) const {

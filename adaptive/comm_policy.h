@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "adaptive/cause.h"
 #include "adaptive/decision_table.h"
 #include "adaptive/detector.h"
 #include "adaptive/evidence.h"
@@ -91,11 +92,16 @@ class CommPolicy {
     int refineProbes = 0;
     uint64_t epoch = 0;
     Estimates est;
+    // Per choice, the slow-channel evidence of its latest interval with enough collectives; the channel
+    // stage ranks channel counts with it (planner.h: rankChannelCounts).
+    std::map<Choice, ChannelEvidence> chans;
+    std::optional<ChannelEvidence> rankedBy;  // the evidence that ranked this episode's channel probes
     ChangeDetector det;
     std::optional<Choice> former;
     double accLog = 0;
     int accN = 0;
     double lastObsLog = 0;  // the latest detector observation (log µs): the incumbent's time at an alarm
+    uint64_t lastObsAt = 0;  // the verdict that observation was made at (cause.h: only fresh ones compare)
     bool calibrated = false;
     uint64_t suspectUntil = 0;  // a new unhealthy link: alarm on any clear deviation before this verdict
     bool suspected = false;     // the pending alarm came from that suspicion
@@ -126,11 +132,14 @@ class CommPolicy {
   void provisionalSwitch(Bucket& b, uint64_t index, uint64_t boundary);
   bool budgetAllows() const;
   std::vector<std::pair<int8_t, int8_t>> topPairs(const Bucket& b, double within) const;
+  bool queueChannels(Bucket& b, int8_t algo, int8_t proto);
   bool matchesPending(const Bucket& b, Choice c) const;
   uint64_t probeLength(const Bucket& b, uint64_t spacing) const;
   void emit(nlohmann::json ev, uint64_t index, uint64_t boundary) const;
   nlohmann::json bucketFields(const Bucket& b) const;
   nlohmann::json linksJson() const;
+  // The latency-or-bandwidth inference (cause.h) over `coll`'s buckets at an alarm; null without attribution.
+  nlohmann::json causeJson(int coll, uint64_t index) const;
   double busBw(const Bucket& b, double us) const;
 
   uint64_t commId_;

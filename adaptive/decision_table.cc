@@ -40,13 +40,15 @@ std::shared_ptr<const DecisionTable> DecisionTable::build(std::span<const TableR
   return t;
 }
 
-// Sweep over the elementary intervals between all edges (bucket edges and rule edges). Within one
-// interval every rule either covers all of it or none of it, so its decision is the lowest-index rule
-// active at its start: a min-heap of active rule indices, dropping rules that ended (lazily).
+// Sweep over the elementary intervals between all edges (bucket edges and rule edges), bucket by bucket.
+// Within one interval every rule either covers all of it or none of it, so its decision is the
+// lowest-index rule active at its start: a min-heap of active rule indices, dropping rules that ended
+// (lazily). Cells start as "keep NCCL's choice", so a collective no rule names costs nothing; clients
+// build every verdict's table (a thousand-member job's round trip waits on it), hence no sort over the
+// bucket edges, which are already in order, and no bucket-index arithmetic per interval.
 void DecisionTable::buildColl(int coll, std::span<const TableRule> rules) {
   std::vector<uint32_t> byStart;
-  std::vector<uint64_t> edges;
-  for (int b = 0; b < SizeBuckets::kCount; ++b) edges.push_back(SizeBuckets::lowerEdge(b));
+  std::vector<uint64_t> edges;  // rule edges only: where a rule starts, and one past where it ends
   for (size_t i = 0; i < rules.size(); ++i) {
     const TableRule& r = rules[i];
     if ((r.coll != coll && r.coll != kAny) || r.minBytes > r.maxBytes) continue;
@@ -54,41 +56,41 @@ void DecisionTable::buildColl(int coll, std::span<const TableRule> rules) {
     edges.push_back(r.minBytes);
     if (r.maxBytes != UINT64_MAX) edges.push_back(r.maxBytes + 1);
   }
+  if (byStart.empty()) return;
   std::sort(edges.begin(), edges.end());
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
   std::stable_sort(byStart.begin(), byStart.end(),
                    [&](uint32_t a, uint32_t b) { return rules[a].minBytes < rules[b].minBytes; });
 
-  // Merged pieces of the whole byte axis, each inside one bucket (bucket edges are among the edges).
-  std::vector<Split> pieces;
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> active;
-  size_t next = 0;
-  for (size_t e = 0; e < edges.size(); ++e) {
-    uint64_t lo = edges[e];
-    uint64_t hi = e + 1 < edges.size() ? edges[e + 1] - 1 : UINT64_MAX;
-    while (next < byStart.size() && rules[byStart[next]].minBytes <= lo) active.push(byStart[next++]);
-    while (!active.empty() && rules[active.top()].maxBytes < lo) active.pop();
-    Decision d = active.empty() ? Decision{} : rules[active.top()].decision;
-    bool sameBucket = !pieces.empty() && SizeBuckets::index(pieces.back().minBytes) == SizeBuckets::index(lo);
-    if (sameBucket && pieces.back().decision == d) {
-      pieces.back().maxBytes = hi;
-    } else {
-      pieces.push_back(Split{lo, hi, d});
+  size_t next = 0, edge = 0;
+  std::vector<Split> pieces;  // merged pieces of the current bucket, in order
+  for (int b = 0; b < SizeBuckets::kCount; ++b) {
+    const uint64_t bucketLo = SizeBuckets::lowerEdge(b);
+    const uint64_t bucketHi = b == SizeBuckets::kCount - 1 ? UINT64_MAX : SizeBuckets::upperEdge(b) - 1;
+    while (edge < edges.size() && edges[edge] <= bucketLo) ++edge;
+    pieces.clear();
+    for (uint64_t lo = bucketLo;;) {
+      const bool cut = edge < edges.size() && edges[edge] <= bucketHi;
+      const uint64_t hi = cut ? edges[edge] - 1 : bucketHi;
+      while (next < byStart.size() && rules[byStart[next]].minBytes <= lo) active.push(byStart[next++]);
+      while (!active.empty() && rules[active.top()].maxBytes < lo) active.pop();
+      const Decision d = active.empty() ? Decision{} : rules[active.top()].decision;
+      if (!pieces.empty() && pieces.back().decision == d) {
+        pieces.back().maxBytes = hi;
+      } else {
+        pieces.push_back(Split{lo, hi, d});
+      }
+      if (!cut) break;
+      lo = edges[edge++];
     }
-  }
-  for (size_t i = 0; i < pieces.size();) {
-    int b = SizeBuckets::index(pieces[i].minBytes);
-    size_t j = i + 1;
-    while (j < pieces.size() && SizeBuckets::index(pieces[j].minBytes) == b) ++j;
     Cell& cell = cells_[coll][b];
-    if (j - i == 1) {
-      cell = Cell{pieces[i].decision, 0, 0};
+    if (pieces.size() == 1) {
+      cell = Cell{pieces[0].decision, 0, 0};
     } else {
-      cell = Cell{Decision{}, static_cast<uint32_t>(splits_.size()), static_cast<uint32_t>(j - i)};
-      splits_.insert(splits_.end(), pieces.begin() + static_cast<std::ptrdiff_t>(i),
-                     pieces.begin() + static_cast<std::ptrdiff_t>(j));
+      cell = Cell{Decision{}, static_cast<uint32_t>(splits_.size()), static_cast<uint32_t>(pieces.size())};
+      splits_.insert(splits_.end(), pieces.begin(), pieces.end());
     }
-    i = j;
   }
 }
 
@@ -117,13 +119,15 @@ Decision DecisionTable::lookup(int collType, uint64_t nBytes) const noexcept {
 std::vector<TableRule> DecisionTable::ranges() const {
   std::vector<TableRule> out;
   for (int c = 0; c < kNumCollTypes; ++c) {
-    std::vector<TableRule> merged;
+    // The current run of equal decisions; written out when the decision changes, unless it keeps NCCL's.
+    TableRule run{c, 0, 0, Decision{}};
     auto add = [&](uint64_t lo, uint64_t hi, Decision d) {
-      if (!merged.empty() && merged.back().decision == d) {
-        merged.back().maxBytes = hi;
-      } else {
-        merged.push_back(TableRule{c, lo, hi, d});
+      if (d == run.decision) {
+        run.maxBytes = hi;
+        return;
       }
+      if (!run.decision.keepsNccl()) out.push_back(run);
+      run = TableRule{c, lo, hi, d};
     };
     for (int b = 0; b < SizeBuckets::kCount; ++b) {
       const Cell& cell = cells_[c][b];
@@ -137,9 +141,7 @@ std::vector<TableRule> DecisionTable::ranges() const {
         add(s.minBytes, s.maxBytes, s.decision);
       }
     }
-    for (const TableRule& r : merged) {
-      if (!r.decision.keepsNccl()) out.push_back(r);
-    }
+    if (!run.decision.keepsNccl()) out.push_back(run);
   }
   return out;
 }

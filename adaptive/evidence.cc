@@ -1,6 +1,7 @@
 #include "adaptive/evidence.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <string>
 #include <tuple>
@@ -23,6 +24,8 @@ std::vector<Observation> mergeInterval(std::span<const MemberEvidence> members, 
     uint32_t minNs = UINT32_MAX;
     Choice choice;
     bool mixed = false;
+    uint64_t slow = 0;  // the kept (fastest) rank's summary
+    uint16_t ratioQ8 = 0;
   };
   // (coll, seqNumber) names one collective on every rank.
   std::map<std::pair<int, uint64_t>, Coll> colls;
@@ -40,12 +43,14 @@ std::vector<Observation> mergeInterval(std::span<const MemberEvidence> members, 
       } else if (c.choice != ch) {
         c.mixed = true;
       }
-      c.minNs = std::min(c.minNs, s.durationNs);
+      if (s.durationNs < c.minNs) c.minNs = s.durationNs, c.slow = s.slowChannels, c.ratioQ8 = s.slowRatioQ8;
     }
   using Key = std::tuple<int, int, Choice>;
   struct Acc {
     std::vector<double> us;
     double bytes = 0;
+    int hits[64] = {};            // per channel: collectives that named it slow
+    std::vector<double> ratios;   // of the collectives that named a channel
   };
   std::map<Key, Acc> acc;
   MergeStats st;
@@ -58,6 +63,10 @@ std::vector<Observation> mergeInterval(std::span<const MemberEvidence> members, 
     Acc& a = acc[{id.first, SizeBuckets::index(c.bytes), c.choice}];
     a.us.push_back(c.minNs / 1000.0);
     a.bytes += static_cast<double>(c.bytes);
+    if (c.slow != 0) {
+      for (uint64_t m = c.slow; m != 0; m &= m - 1) ++a.hits[std::countr_zero(m)];
+      a.ratios.push_back(c.ratioQ8 / 256.0);
+    }
   }
   std::vector<Observation> out;
   out.reserve(acc.size());
@@ -73,6 +82,14 @@ std::vector<Observation> mergeInterval(std::span<const MemberEvidence> members, 
     std::nth_element(a.us.begin(), mid, a.us.end());
     o.medianUs = *mid;
     if (a.us.size() % 2 == 0) o.medianUs = (o.medianUs + *std::max_element(a.us.begin(), mid)) / 2;
+    const int need = std::max(kMinSlowCollectives, (3 * o.n + 3) / 4);
+    for (int c = 0; c < 64; ++c)
+      if (a.hits[c] >= need) o.slowChannels |= uint64_t{1} << c;
+    if (o.slowChannels != 0) {
+      auto rmid = a.ratios.begin() + static_cast<std::ptrdiff_t>(a.ratios.size() / 2);
+      std::nth_element(a.ratios.begin(), rmid, a.ratios.end());
+      o.slowRatio = *rmid;
+    }
     out.push_back(o);
   }
   if (stats != nullptr) *stats = st;

@@ -33,8 +33,17 @@ struct Observation {
   double totalUs = 0;    // sum of those times: this key's share of comm time in the interval
   double meanBytes = 0;
   int n = 0;             // collectives
+  // Slow channels (the profiler's per-channel summary of each collective, taken from the rank whose time
+  // was kept, i.e. the one that measured the bare transfer): the channels slow in at least 3/4 of the
+  // collectives and in at least kMinSlowCollectives of them, so that a noisy collective or two do not
+  // name a channel; slowRatio is the median slowest/median ratio of the collectives that named one.
+  // 0 and 0: no such channel, or a profiler whose channel times are coarse.
+  uint64_t slowChannels = 0;
+  double slowRatio = 0;
   friend bool operator==(const Observation&, const Observation&) = default;
 };
+
+inline constexpr int kMinSlowCollectives = 3;
 
 struct MergeStats {
   uint64_t collectives = 0;   // distinct (collective type, seqNumber) merged
@@ -42,6 +51,7 @@ struct MergeStats {
 };
 
 // Observations sorted by (coll, bucket, choice). Samples with unknown coll/algo/proto are ignored.
+// Slow-channel evidence is aggregated per key like the times (see Observation::slowChannels).
 std::vector<Observation> mergeInterval(std::span<const MemberEvidence> members, MergeStats* stats = nullptr);
 
 }  // namespace wirewise::adapt

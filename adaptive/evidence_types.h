@@ -22,6 +22,12 @@ struct Sample {
   uint32_t durationNs = 0;
   int8_t coll = -1, algo = -1, proto = -1;
   uint8_t nChannels = 0;
+  // Per-channel summary of the KernelCh times (telemetry/event_sink.h), set only when some channel was
+  // slow: bit c when channel c ran more than 1.2x the median channel's time, and the slowest channel's
+  // time over the median's in 1/256 units (saturating). 0 and 0 otherwise, and wherever the profiler's
+  // channel times are coarse (all equal).
+  uint64_t slowChannels = 0;
+  uint16_t slowRatioQ8 = 0;
   friend bool operator==(const Sample&, const Sample&) = default;
 };
 
@@ -36,12 +42,18 @@ struct Sight {
 };
 
 // A link the member's host sees as not healthy (from telemetry/collectors): the evidence that localises
-// a slowdown ("node 3's mlx5_1 trained down to a quarter"). Only unhealthy links travel.
+// a slowdown ("node 3's mlx5_1 trained down to a quarter", "network latency rose on node 3's rail:eth1").
+// Only unhealthy links travel. For rails, capacityRatio is the measured rate over the peer rails' median
+// and errorsPerSec the retransmitted segments per second.
 struct LinkNote {
   std::string link;             // "host/mlx5_1:1", "host/gpu0:nvlink3", at most kMaxLinkName bytes
   uint8_t state = 1;            // 1 degraded, 2 down
   float capacityRatio = 1;      // nominal / best nominal seen (1 = full speed)
   float errorsPerSec = 0;
+  // Network latency, measured on the net plugin's own rails (0 = not measured): the smoothed RTT now and
+  // its baseline (the minimum over a window of busy samples), in microseconds.
+  float rttUs = 0;
+  float baselineRttUs = 0;
   friend bool operator==(const LinkNote&, const LinkNote&) = default;
 };
 inline constexpr size_t kMaxLinkName = 64;

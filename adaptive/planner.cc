@@ -1,7 +1,10 @@
 #include "adaptive/planner.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 
 namespace wirewise::adapt {
 
@@ -84,6 +87,80 @@ std::vector<int> channelCandidates(const Estimates& e, uint64_t epoch, int8_t al
     if (!out.empty()) break;  // one bracket at a time, best minimum first
   }
   return out;
+}
+
+int slowPeriod(uint64_t mask, int channels) {
+  const int n = std::clamp(channels, 1, 64);
+  auto slow = [mask](int i) { return ((mask >> i) & 1) != 0; };
+  for (int p = 1; p < n; ++p) {
+    bool ok = true;
+    for (int i = p; i < n && ok; ++i) ok = slow(i) == slow(i % p);
+    if (ok) return p;
+  }
+  return n;
+}
+
+double predictChannelFactor(const ChannelEvidence& ev, int c) {
+  const int big = std::clamp(ev.channels, 1, 64);
+  if (c < 1) return std::numeric_limits<double>::infinity();
+  const int per = slowPeriod(ev.slowMask, big);
+  auto inGroup = [per](int k, int x) { return x / per + (k < x % per ? 1 : 0); };  // channels i < x, i = k mod per
+  const double scale = static_cast<double>(big) / c;
+  double f = 0;
+  bool healthyUsed = false;
+  for (int k = 0; k < per; ++k) {
+    const int used = inGroup(k, c);
+    if (used == 0) continue;
+    if (((ev.slowMask >> k) & 1) == 0) {
+      healthyUsed = true;
+      continue;
+    }
+    f = std::max(f, scale * used / std::max(1, inGroup(k, big)));
+  }
+  if (healthyUsed) f = std::max(f, scale / std::max(ev.ratio, 1.0));
+  return f;
+}
+
+std::vector<int> rankChannelCounts(const ChannelEvidence& ev, double measuredLog, double belowLog, int maxChannels,
+                                   const std::set<int>& known, size_t max) {
+  if (ev.slowMask == 0 || ev.channels < 1) return {};
+  // Ties (to rounding) go to fewer channels: there the healthy channels' side is the pessimistic one, and
+  // fewer channels per NIC can only make them faster.
+  std::vector<std::pair<long long, int>> v;
+  for (int c = 1; c <= std::min({ev.channels, maxChannels, 64}); ++c) {
+    if (known.count(c)) continue;
+    const double l = measuredLog + std::log(predictChannelFactor(ev, c));
+    if (l < belowLog) v.push_back({std::llround(l * 1e9), c});
+  }
+  std::sort(v.begin(), v.end());
+  std::vector<int> out;
+  for (size_t i = 0; i < v.size() && i < max; ++i) out.push_back(v[i].second);
+  return out;
+}
+
+namespace {
+std::string channelList(uint64_t mask) {
+  std::vector<int> ids;
+  for (uint64_t m = mask; m != 0; m &= m - 1) ids.push_back(std::countr_zero(m));
+  std::string s = ids.size() == 1 ? "channel " : "channels ";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += i + 1 == ids.size() ? " and " : ", ";
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+}  // namespace
+
+std::string explainChannels(const ChannelEvidence& ev, int chosen) {
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.1fx", ev.ratio);
+  std::string s = channelList(ev.slowMask) + " ran " + ratio + " slower than the median";
+  const uint64_t used = chosen >= 64 ? ev.slowMask : ev.slowMask & ((uint64_t{1} << std::max(chosen, 0)) - 1);
+  if (chosen == ev.channels) return s;
+  s += "; " + std::to_string(chosen) + " channels ";
+  if (used == 0) return s + (std::popcount(ev.slowMask) == 1 ? "avoid it" : "avoid them");
+  return s + "keep only " + channelList(used) + " of them, with fewer channels sharing " +
+         (std::popcount(used) == 1 ? "its NIC" : "their NICs");
 }
 
 std::vector<Choice> reprobeCandidates(const Estimates& e, Choice incumbent, double incumbentLogBefore,

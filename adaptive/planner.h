@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "adaptive/evidence.h"
@@ -41,6 +42,36 @@ std::vector<Decision> pairCandidates(const Sight& s, double pruneFactor, Choice 
 // minimum within 10% of it. Empty when every bracket is closed.
 std::vector<int> channelCandidates(const Estimates& e, uint64_t epoch, int8_t algo, int8_t proto, int maxChannels,
                                    const std::set<int>& tried);
+
+// Slow-channel evidence of one choice (Observation::slowChannels, from its latest interval): which of
+// its channels ran slow, and how much slower the slowest ran than the median channel.
+struct ChannelEvidence {
+  uint64_t slowMask = 0;
+  double ratio = 0;
+  int channels = 0;  // the channel count it was measured with
+  uint64_t epoch = 0;
+};
+
+// NCCL maps channels to NICs rail-aligned (channel i -> NIC i mod nNics), so the channels that one slow
+// NIC carries repeat with the NIC count. The smallest p such that "channel i is slow" depends only on
+// i mod p for every i < channels: the NIC count as far as the mask shows it (channels when it shows none).
+int slowPeriod(uint64_t mask, int channels);
+
+// Time predicted for c channels over the time measured with ev.channels (topology-aware model): each
+// channel carries bytes/c; a slow group (channels that are congruent mod slowPeriod: one NIC) keeps the
+// total rate it had, shared by its channels in use; a healthy channel keeps its own rate (the pessimistic
+// side: it may get faster when fewer channels share its links). The slowest channel in use sets the time.
+// Example: {7, 15} of 16 at 4x: 7 channels 16/7/4 = 0.57, 15 channels (channel 7 alone on its NIC)
+// 16/15/2 = 0.53, 14 channels 0.57, 8 channels 16/8 = 2.
+double predictChannelFactor(const ChannelEvidence& ev, int c);
+
+// Channel counts 1..min(ev.channels, maxChannels) not in `known` whose predicted log time (from the
+// evidence choice's measuredLog) is below belowLog, best predicted first (ties: fewer channels), at most max.
+std::vector<int> rankChannelCounts(const ChannelEvidence& ev, double measuredLog, double belowLog, int maxChannels,
+                                   const std::set<int>& known, size_t max);
+
+// One clause for explanations: "channels 7 and 15 ran 4.0x slower than the median; 7 channels avoid them".
+std::string explainChannels(const ChannelEvidence& ev, int chosen);
 
 // After a change: candidates predicted within closeFactor of the incumbent's new time, best predicted
 // first, at most `max`; `former` and `nccl` (when known and different) are included whatever their

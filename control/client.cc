@@ -166,7 +166,11 @@ void Client::tick() {
     }
     for (const std::vector<uint8_t>& batch : packReports(reports)) session_->send(MsgType::Reports, batch);
   }
-  tick_.expires_after(kPoll);
+  // Fixed-rate polls on the steady clock's grid of kPoll, not kPoll after the last one: every Client of an
+  // io_context (the benchmark runs many processes' clients on one thread) wakes in the same pass instead
+  // of once each, and a slow tick does not push later ones back.
+  auto now = std::chrono::steady_clock::now().time_since_epoch();
+  tick_.expires_at(std::chrono::steady_clock::time_point((now / kPoll + 1) * kPoll));
   tick_.async_wait([this](boost::system::error_code ec) {
     if (!ec) tick();
   });

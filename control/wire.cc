@@ -199,6 +199,7 @@ std::vector<uint8_t> encode(const Report& m) {
   w.u64(m.elapsedUs);
   size_t ns = std::min(m.samples.size(), kMaxReportSamples);
   w.u32(static_cast<uint32_t>(ns));
+  size_t summaries = 0;
   for (size_t i = 0; i < ns; ++i) {
     const adapt::Sample& s = m.samples[i];
     w.u64(s.seqNumber);
@@ -207,7 +208,19 @@ std::vector<uint8_t> encode(const Report& m) {
     w.u8(static_cast<uint8_t>(s.coll));
     w.u8(static_cast<uint8_t>(s.algo));
     w.u8(static_cast<uint8_t>(s.proto));
-    w.u8(s.nChannels);
+    // The top bit of the channel byte says a slow-channel summary follows (mask, ratio); only the first
+    // kMaxReportSlowSamples summaries travel, so that a full report stays within kMaxFrameBytes, and
+    // only valid ones (what decode accepts): a bad summary must not cost the whole report.
+    const bool valid = s.slowChannels != 0 && s.nChannels > 0 && s.nChannels <= kMaxChannels &&
+                       (s.nChannels >= 64 || (s.slowChannels >> s.nChannels) == 0) && s.slowRatioQ8 >= 256;
+    const bool slow = valid && summaries < kMaxReportSlowSamples;
+    w.u8(static_cast<uint8_t>(s.nChannels | (slow ? kSlowSummaryFlag : 0)));
+    if (slow) {
+      ++summaries;
+      w.u64(s.slowChannels);
+      w.u8(static_cast<uint8_t>(s.slowRatioQ8 & 0xff));
+      w.u8(static_cast<uint8_t>(s.slowRatioQ8 >> 8));
+    }
   }
   size_t nt = std::min(m.sights.size(), kMaxReportSights);
   w.u32(static_cast<uint32_t>(nt));
@@ -229,6 +242,8 @@ std::vector<uint8_t> encode(const Report& m) {
     w.u8(l.state);
     w.u32(std::bit_cast<uint32_t>(l.capacityRatio));
     w.u32(std::bit_cast<uint32_t>(l.errorsPerSec));
+    w.u32(std::bit_cast<uint32_t>(l.rttUs));
+    w.u32(std::bit_cast<uint32_t>(l.baselineRttUs));
   }
   return w.take();
 }
@@ -239,15 +254,25 @@ bool decode(std::span<const uint8_t> p, Report* m) {
       !r.u32(&n) || n > kMaxReportSamples)
     return false;
   m->samples.assign(n, {});
+  size_t summaries = 0;
   for (adapt::Sample& s : m->samples) {
     uint8_t c, a, pr;
     if (!r.u64(&s.seqNumber) || !r.u64(&s.bytes) || !r.u32(&s.durationNs) || !r.u8(&c) || !r.u8(&a) || !r.u8(&pr) ||
         !r.u8(&s.nChannels))
       return false;
     s.coll = static_cast<int8_t>(c), s.algo = static_cast<int8_t>(a), s.proto = static_cast<int8_t>(pr);
+    const bool slow = (s.nChannels & kSlowSummaryFlag) != 0;
+    s.nChannels = static_cast<uint8_t>(s.nChannels & ~kSlowSummaryFlag);
     if (s.coll < -1 || s.coll >= kNumCollTypes || s.algo < -1 || s.algo >= kNumAlgos || s.proto < -1 ||
         s.proto >= kNumProtos || s.nChannels > kMaxChannels)
       return false;
+    // A summary names only channels the collective ran, and its slowest is at least 1.2x the median.
+    uint8_t lo = 0, hi = 0;
+    if (slow && (++summaries > kMaxReportSlowSamples || !r.u64(&s.slowChannels) || !r.u8(&lo) || !r.u8(&hi) ||
+                 s.slowChannels == 0 || s.nChannels == 0 || (s.nChannels < 64 && (s.slowChannels >> s.nChannels) != 0)))
+      return false;
+    s.slowRatioQ8 = static_cast<uint16_t>(lo | (hi << 8));
+    if (slow && s.slowRatioQ8 < 256) return false;
   }
   if (!r.u32(&n) || n > kMaxReportSights) return false;
   m->sights.assign(n, {});
@@ -268,16 +293,23 @@ bool decode(std::span<const uint8_t> p, Report* m) {
   m->links.assign(n, {});
   for (adapt::LinkNote& l : m->links) {
     uint8_t len;
-    uint32_t cap, err;
+    uint32_t cap, err, rtt, base;
     if (!r.u8(&len) || len > adapt::kMaxLinkName) return false;
     l.link.assign(len, '\0');
     if (!r.bytes(reinterpret_cast<uint8_t*>(l.link.data()), len)) return false;
     for (char c : l.link)
       if (c < 0x20 || c > 0x7e) return false;  // printable ASCII only: it goes into logs
-    if (!r.u8(&l.state) || l.state < 1 || l.state > 2 || !r.u32(&cap) || !r.u32(&err)) return false;
+    if (!r.u8(&l.state) || l.state < 1 || l.state > 2 || !r.u32(&cap) || !r.u32(&err) || !r.u32(&rtt) ||
+        !r.u32(&base))
+      return false;
     l.capacityRatio = std::bit_cast<float>(cap);
     l.errorsPerSec = std::bit_cast<float>(err);
+    l.rttUs = std::bit_cast<float>(rtt);
+    l.baselineRttUs = std::bit_cast<float>(base);
     if (!std::isfinite(l.capacityRatio) || !std::isfinite(l.errorsPerSec)) return false;
+    // Latencies go into the policy's explanations: a negative or infinite one is a broken peer.
+    if (!std::isfinite(l.rttUs) || !std::isfinite(l.baselineRttUs) || l.rttUs < 0 || l.baselineRttUs < 0)
+      return false;
   }
   return r.done();
 }

@@ -21,7 +21,9 @@
 
 namespace wirewise::control {
 
-inline constexpr uint8_t kWireVersion = 1;
+// 2: reports carry per-channel slow-channel summaries and link notes carry RTTs. A member of another
+// build is refused with BadVersion (logged), never misread.
+inline constexpr uint8_t kWireVersion = 2;
 inline constexpr size_t kMaxFrameBytes = 64 * 1024;  // a verdict of 2,000 rules still fits
 inline constexpr size_t kNonceBytes = 16;
 inline constexpr size_t kMacBytes = 32;
@@ -105,8 +107,13 @@ struct Report {
   std::vector<adapt::Sight> sights;
   std::vector<adapt::LinkNote> links;  // this host's unhealthy links now (at most kMaxReportLinks)
 };
-inline constexpr size_t kMaxReportLinks = 16;  // <= 79 bytes each
+inline constexpr size_t kMaxReportLinks = 16;  // <= 87 bytes each
 inline constexpr size_t kMaxReportSamples = 2000;  // 24 bytes each
+// Samples whose slow-channel summary travels (10 bytes more each; flagged by kSlowSummaryFlag in the
+// channel byte); the others' summaries are left out. 512 x 10 bytes keeps a full report under
+// kMaxFrameBytes.
+inline constexpr size_t kMaxReportSlowSamples = 512;
+inline constexpr uint8_t kSlowSummaryFlag = 0x80;
 inline constexpr size_t kMaxReportSights = 64;     // 94 bytes each; with the samples well under kMaxFrameBytes
 struct Verdict {
   uint64_t commId = 0;

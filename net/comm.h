@@ -11,6 +11,21 @@
 // (stream, byte position of the first unacknowledged chunk); the receiver reads the dead stream only up to
 // that position and drops the copies it already had, so each byte is placed exactly once. With no stream
 // left the comm fails with kRemoteError.
+//
+// Slow rails (hedging). A rail that slows down still holds the chunks queued at its old rate, and their
+// messages wait for them. When a rail would need far longer to deliver what it holds than the other rails
+// would to carry it as well, its streams' unacknowledged chunks are copied to the other rails behind a
+// cut notice that names a range ([first unacknowledged byte, end of the last chunk written)); the stream
+// itself lives on. The receiver drops whichever copy of each chunk comes second, by the same rules as for
+// a dead stream, so each byte is still placed exactly once.
+//
+// Reopening. A receive comm keeps one listening socket per rail for its whole life (NCCL closes the listen
+// comm right after accept) and writes their ports once on every stream (the only bytes it ever sends). A
+// dead stream is replaced by a new one under a stream index not used before in the connection (up to
+// kMaxStreams per connection), so every cut notice and position still refers to one incarnation only: the
+// old stream's bookkeeping is left as it was, the new one starts at byte 0 and carries only what the
+// scheduler gives it from then on. The sender retries after 250 ms, doubling to 4 s, with a non-blocking
+// connect polled from progress; the receiver polls its listening sockets every 10 ms.
 #pragma once
 
 #include <atomic>
@@ -71,10 +86,28 @@ struct StreamFd {
   int rail = 0;
 };
 
+// Where a send comm reconnects a dead stream: the peer's rail addresses (ports come from the receiver's
+// advertisement) and the local address to bind on each rail (as at setup). Filled by connectStep.
+struct ReopenTarget {
+  bool enabled = false;
+  uint64_t connId = 0;
+  int nRails = 0;
+  sockaddr_storage peer[kMaxRails] = {};
+  socklen_t peerLen[kMaxRails] = {};
+  sockaddr_storage local[kMaxRails] = {};
+  socklen_t localLen[kMaxRails] = {};  // 0: do not bind
+};
+
+inline constexpr uint64_t kReopenFirstNs = 250'000'000;  // first retry after a stream died
+inline constexpr uint64_t kReopenMaxNs = 4'000'000'000;  // backoff ceiling
+
 struct CommOptions {
   size_t chunkBytes = 256 << 10;
   uint64_t railTimeoutNs = 2'000'000'000;
   SchedulerParams sched;
+  // Hedge a rail whose queue would take this many times longer to drain than the other rails would need
+  // to carry it too (and at least 3 queue targets); 0 turns hedging off (the default: TransportConfig).
+  double hedgeFactor = 0.0;
 };
 
 // Socket options every stream gets (keepalive derived from the rail timeout, so that a receiver whose
@@ -93,7 +126,11 @@ class SendComm {
   void retire(SendRequest* r);
   const RailScheduler& scheduler() const { return sched_; }
   uint64_t resentChunks() const { return resent_.load(std::memory_order_relaxed); }  // any thread
+  uint64_t hedgedChunks() const { return hedged_.load(std::memory_order_relaxed); }  // any thread; in resent too
   int streamsUp() const { return streamsUp_; }
+  // Reconnect dead streams (setup calls it; a comm built without it never reopens).
+  void enableReopen(const ReopenTarget& target) { target_ = target; }
+  uint64_t reopenedStreams() const { return reopened_.load(std::memory_order_relaxed); }  // any thread
   int streamFd(size_t i) const { return streams_[i].s.fd; }  // tests: inject faults
   size_t streamCount() const { return streams_.size(); }
   // TCP_INFO of the rail's streams (telemetry path only: one syscall per stream).
@@ -109,6 +146,7 @@ class SendComm {
   struct Cut {
     uint16_t stream;
     uint64_t pos;
+    uint64_t end;  // 0: the stream died; else chunks starting in [pos, end) are hedged copies
   };
   struct Stream {
     StreamFd s;
@@ -122,8 +160,26 @@ class SendComm {
     size_t sent = 0, total = 0;
     uint64_t written = 0, acked = 0;
     uint64_t lastProgressNs = 0;
-    Cut cuts[kMaxStreams];
+    // Pending notices: at most one per other stream from a hedge pass (none starts while any is pending)
+    // plus one per other stream that dies meanwhile.
+    Cut cuts[2 * kMaxStreams];
     int nCuts = 0;
+    uint64_t hedgedTo = 0;  // end of its last hedged range: not hedged again before the peer has it all
+    // Dead streams: when to try to reopen, the current backoff, and whether a new stream replaced it.
+    bool replaced = false;
+    uint64_t reviveAtNs = 0, backoffNs = 0;
+    // The receiver's advertisement, read from this stream's reverse direction when first needed.
+    ReopenAdvert adv{};
+    size_t advGot = 0;
+    bool advGone = false;
+  };
+  struct Opening {  // the one reconnect in flight
+    int fd = -1;
+    size_t dead = 0;
+    bool connected = false;
+    size_t helloSent = 0;
+    Hello hello{};
+    uint64_t startNs = 0;
   };
   struct Resend {
     SendRequest* req;
@@ -133,10 +189,18 @@ class SendComm {
 
   Status writeCurrent(Stream& st);
   void pollAcks(Stream& st, uint64_t nowNs);
+  bool peerReading(const Stream& st, bool* established) const;
   bool looksDead(const Stream& st) const;
   void kill(size_t index, uint64_t nowNs);
+  void requeue(Stream& st, int n);
+  void maybeHedge(uint64_t nowNs);
+  void hedge(size_t index);
   void startChunk(Stream& st, uint64_t nowNs);
   void startCut(Stream& st);
+  void reopen(uint64_t nowNs);
+  void stepOpening(uint64_t nowNs);
+  void openFailed(uint64_t nowNs);
+  bool readAdvert();
 
   std::vector<Stream> streams_;
   std::vector<Resend> resend_;
@@ -148,13 +212,20 @@ class SendComm {
   SendRequest reqs_[kMaxSendRequests];
   uint64_t posted_ = 0, retired_ = 0;
   uint64_t pullSeq_ = 0, pullOffset_ = 0;
-  std::atomic<uint64_t> resent_{0};
+  std::atomic<uint64_t> resent_{0}, hedged_{0}, reopened_{0};
+  std::atomic<size_t> published_{0};  // streams_ entries the telemetry thread may read (tcpInfo)
+  uint64_t lastHedgeNs_ = 0;
+  ReopenTarget target_;
+  Opening opening_;
+  uint16_t ports_[kMaxRails] = {};
+  bool havePorts_ = false;
   Status failed_ = Status::kOk;
 };
 
 class RecvComm {
  public:
-  RecvComm(std::vector<StreamFd> streams, uint64_t railTimeoutNs);
+  // connId != 0: keep listening sockets so that the sender can reopen dead streams (see the top).
+  RecvComm(std::vector<StreamFd> streams, uint64_t railTimeoutNs, uint64_t connId = 0);
   ~RecvComm();
   RecvComm(const RecvComm&) = delete;
   RecvComm& operator=(const RecvComm&) = delete;
@@ -164,18 +235,25 @@ class RecvComm {
   Status progress();
   void retire(RecvRequest* r);
   uint64_t duplicatesDropped() const { return dropped_; }
+  uint64_t hedgedSkipped() const { return skipped_; }  // of those, originals in a hedged range
+  uint64_t reopenedStreams() const { return reopened_; }
 
  private:
   static constexpr int kMsgRing = 2 * kMaxSendRequests;
   struct Seen {
     uint64_t seq, offset, start;
   };
+  struct Skip {
+    uint64_t from, to;  // data chunks starting in [from, to) on this stream are hedged: drop them
+  };
+  static constexpr int kMaxSkips = 32;  // hedged ranges of one stream not yet read past
   struct Stream {
     StreamFd s;
     ChunkHeader hdr{};
     size_t hdrGot = 0, payloadGot = 0;
     bool routed = false;
     bool discard = false;  // drain and drop: a copy of a chunk already placed
+    bool skipped = false;  // discarded because it lies in a hedged range (its resent copy places it)
     RecvSlot* slot = nullptr;
     RecvRequest* req = nullptr;
     uint64_t pos = 0, itemStart = 0;
@@ -183,6 +261,9 @@ class RecvComm {
     bool stopped = false;  // end of file, an error, or the cut position reached
     Seen seen[kStreamRing];
     int seenNext = 0, seenCount = 0;
+    Skip skips[kMaxSkips];
+    int nSkips = 0;
+    uint64_t skipsTo = 0;  // the end of the last hedged range applied (repeated notices are ignored)
   };
   struct MsgRoute {
     uint64_t seq = UINT64_MAX;
@@ -196,6 +277,10 @@ class RecvComm {
   Status readSome(Stream& st);
   Status route(Stream& st, bool* wait);
   Status applyCut(int stream, uint64_t pos);
+  Status applySkip(int stream, uint64_t from, uint64_t to);
+  bool inSkip(Stream& st) const;
+  void openReopenListeners();
+  void acceptReopens(uint64_t nowNs);
 
   std::vector<Stream> streams_;
   std::vector<Dup> dups_;
@@ -205,8 +290,21 @@ class RecvComm {
   uint64_t posted_ = 0, retired_ = 0;
   uint64_t postedMsgs_ = 0, retiredMsgs_ = 0;  // messages covered by posted / retired receives
   bool waited_ = false;
-  uint64_t dropped_ = 0;
+  size_t firstStream_ = 0;  // where the next progress pass starts reading
+  uint64_t dropped_ = 0, skipped_ = 0;
   Status failed_ = Status::kOk;
+  // Reopening (connId_ != 0): listening sockets per rail, accepted connections still sending their hello.
+  struct PendingReopen {
+    int fd;
+    Hello hello;
+    size_t got;
+    uint64_t sinceNs;
+  };
+  static constexpr int kMaxPendingReopens = 4;
+  uint64_t connId_ = 0, railTimeoutNs_ = 0, nextAcceptNs_ = 0, reopened_ = 0;
+  int listenFd_[kMaxRails] = {-1, -1, -1, -1};
+  PendingReopen pend_[kMaxPendingReopens] = {};
+  int nPend_ = 0;
 };
 
 uint64_t monotonicNs();

@@ -82,6 +82,27 @@ void RailScheduler::markDown(int rail, uint64_t nowNs) {
   publish(nowNs);
 }
 
+void RailScheduler::markUp(int rail, uint64_t nowNs) {
+  Rail& r = rail_[rail];
+  if (r.up) return;
+  double others = 0.0;
+  int n = 0;
+  for (int i = 0; i < nRails_; ++i) {
+    if (!rail_[i].up) continue;
+    others += rail_[i].rate;
+    ++n;
+  }
+  if (n > 0) r.rate = std::max(kMinRate, 0.25 * others / n);
+  r.up = true;
+  r.outstanding = 0;
+  r.wasBusy = false;
+  r.busyAcc = r.deliveredAcc = 0;
+  r.lastAssignNs = nowNs >= params_.probeNs ? nowNs - params_.probeNs : 0;
+  lastShiftNs_ = nowNs;
+  for (int i = 0; i < nRails_; ++i) rail_[i].shareRef = share(i);
+  publish(nowNs);
+}
+
 void RailScheduler::tick(uint64_t nowNs) {
   if (nowNs <= lastTickNs_) return;
   const uint64_t dt = nowNs - lastTickNs_;

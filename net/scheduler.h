@@ -39,6 +39,9 @@ class RailScheduler {
   void onDelivered(int rail, uint64_t bytes);  // acknowledged by the peer's kernel
   void onLost(int rail, uint64_t bytes);       // outstanding bytes that will be resent on another rail
   void markDown(int rail, uint64_t nowNs);
+  // A rail that came back (a stream reopened): up again from a conservative rate (a quarter of the other
+  // live rails' mean), probed at the next pick, so that its measured rate, not a guess, earns it a share.
+  void markUp(int rail, uint64_t nowNs);
   // Busy-time accounting and rate samples; call on every progress pass.
   void tick(uint64_t nowNs);
 

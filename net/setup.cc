@@ -28,6 +28,7 @@ struct ConnectStage {
   };
   std::vector<Stream> streams;
   int nRails = 0;
+  ReopenTarget reopen;
 };
 
 void tune(int fd) {
@@ -149,7 +150,7 @@ Status acceptStep(ListenComm* lc, RecvComm** recvComm) {
     if (n > 0) p.got += static_cast<size_t>(n);
     bool complete = p.got == sizeof(Hello);
     const Hello& h = p.hello;
-    bool valid = complete && validHello(h);
+    bool valid = complete && validHello(h) && h.reserved != kHelloReopen;  // reopens go to the recv comm
     if (n > 0 && !complete) continue;  // read the rest of this hello now
     if (!valid) {  // a stranger, a malformed hello or a peer gone mid-setup: drop it, keep listening
       close(p.fd);
@@ -173,7 +174,7 @@ Status acceptStep(ListenComm* lc, RecvComm** recvComm) {
   }
   for (size_t i = 0; i < lc->groups.size(); ++i) {
     if (lc->groups[i].count != static_cast<int>(lc->groups[i].fds.size())) continue;
-    auto* rc = new (std::nothrow) RecvComm(lc->groups[i].fds, lc->railTimeoutNs);
+    auto* rc = new (std::nothrow) RecvComm(lc->groups[i].fds, lc->railTimeoutNs, lc->groups[i].connId);
     if (rc == nullptr) return Status::kSystemError;
     lc->groups.erase(lc->groups.begin() + static_cast<long>(i));
     *recvComm = rc;
@@ -192,7 +193,11 @@ Status connectStep(const Device& local, const TransportConfig& config, void* han
     if (stage == nullptr) return Status::kSystemError;
     stage->nRails = h.nRails;
     setStage(handle, reinterpret_cast<uint64_t>(stage));
-    const uint64_t connId = freshConnId();
+    uint64_t connId = freshConnId();
+    if (connId == 0) connId = 1;  // 0 means "no reopening" to the receive comm
+    stage->reopen.enabled = true;
+    stage->reopen.connId = connId;
+    stage->reopen.nRails = h.nRails;
     const int perRail = std::max(1, std::min(config.streamsPerRail, kMaxStreams / h.nRails));
     const int n = perRail * h.nRails;
     for (int i = 0; i < n; ++i) {
@@ -212,10 +217,15 @@ Status connectStep(const Device& local, const TransportConfig& config, void* han
                   connId};
       stage->streams.push_back({fd, rail, false, 0, hello});
       tune(fd);
+      stage->reopen.peer[rail] = peer;
+      stage->reopen.peerLen[rail] = peerLen;
       // Leave through this rail's own interface when the local device has a matching one.
       if (local.rails.size() > 1 && rail < static_cast<int>(local.rails.size()) &&
-          local.rails[rail].addr.ss_family == peer.ss_family && !isLoopback(local.rails[rail].addr))
+          local.rails[rail].addr.ss_family == peer.ss_family && !isLoopback(local.rails[rail].addr)) {
         (void)bind(fd, reinterpret_cast<const sockaddr*>(&local.rails[rail].addr), local.rails[rail].addrLen);
+        stage->reopen.local[rail] = local.rails[rail].addr;
+        stage->reopen.localLen[rail] = local.rails[rail].addrLen;
+      }
       if (::connect(fd, reinterpret_cast<const sockaddr*>(&peer), peerLen) != 0 && errno != EINPROGRESS) {
         dropStage(handle, stage);
         return Status::kSystemError;
@@ -261,8 +271,10 @@ Status connectStep(const Device& local, const TransportConfig& config, void* han
   opt.chunkBytes = config.chunkBytes;
   opt.railTimeoutNs = config.railTimeoutMs * 1'000'000ull;
   opt.sched.queueTargetNs = config.queueTargetMs * 1'000'000ull;
+  opt.hedgeFactor = config.hedgeFactor;
   auto* sc = new (std::nothrow) SendComm(fds, stage->nRails, rates, opt);
   if (sc == nullptr) return Status::kSystemError;
+  sc->enableReopen(stage->reopen);
   stage->streams.clear();  // the fds now belong to the comm
   dropStage(handle, stage);
   *sendComm = sc;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "net/comm.h"
+#include "net/rail_registry.h"
 #include "net/setup.h"
 #include "runtime/settings.h"
 
@@ -42,6 +43,8 @@ void readNetSettings(TransportConfig* c, IfSettings* rails, LogFn log) {
   }
   c->streamsPerRail = static_cast<int>(s.netStreams);
   c->chunkBytes = static_cast<size_t>(s.netChunkKb) << 10;
+  c->railTimeoutMs = static_cast<uint64_t>(s.netRailTimeoutMs);
+  c->queueTargetMs = static_cast<uint64_t>(s.netQueueMs);
   rails->wirewise = s.netIfnames;
   if (const char* v = processEnv()("NCCL_SOCKET_IFNAME")) rails->nccl = v;
 }
@@ -92,6 +95,12 @@ void setConfig(const TransportConfig& config) {
   Global& g = global();
   std::lock_guard<std::mutex> lock(g.mu);
   g.config = config;
+}
+
+TransportConfig currentConfig() {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return g.config;
 }
 
 int deviceCount() {
@@ -145,6 +154,7 @@ Status connect(int dev, void* handle, void** sendComm) {
   SendComm* sc = nullptr;
   Status s = connectStep(d, config, handle, &sc);
   if (s != Status::kOk) warn("wirewise net: connect failed");
+  if (sc != nullptr) registerSendComm(sc, d, handle);  // for the runtime's rail telemetry
   *sendComm = sc;
   return s;
 }
@@ -228,6 +238,7 @@ Status test(void* request, int* done, int* sizes) {
 }
 
 Status closeSend(void* sendComm) {
+  unregisterSendComm(sendComm);  // first: no reader may touch the comm or its fds once they close
   delete static_cast<SendComm*>(sendComm);
   return Status::kOk;
 }
@@ -279,6 +290,7 @@ bool sendTelemetry(void* sendComm, CommTelemetry* out) {
   }
   out->lastShareChangeNs = s.publishedShiftNs();
   out->resentChunks = sc->resentChunks();
+  out->hedgedChunks = sc->hedgedChunks();
   return true;
 }
 

@@ -25,6 +25,9 @@ inline constexpr int kMaxRecvs = 8;        // buffers per irecv (n), matched to 
 inline constexpr size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
 inline constexpr int kPtrHost = 0x1;       // NCCL_PTR_HOST
 
+// The hedging factor the tests and benchmarks use when they turn hedging on.
+inline constexpr double kHedgeFactorOn = 4.0;
+
 struct TransportConfig {
   int streamsPerRail = 1;          // TCP connections per rail in every send/recv comm
   size_t chunkBytes = 256 << 10;   // messages larger than this are striped in chunks of this size
@@ -32,6 +35,10 @@ struct TransportConfig {
   // open, is dead: its unacknowledged chunks are resent on the other streams.
   uint64_t railTimeoutMs = 2000;
   uint64_t queueTargetMs = 30;     // bytes outstanding per rail: at most this long at its measured rate
+  // Copy the chunks queued on a rail that slowed down to the others when it would take this many times
+  // longer to deliver them (net/comm.h, "hedging"); 0: never. Off until a receiver can prove a message
+  // whole without its bounded duplicate memory (docs/net-plugin.md, "hedging"): kHedgeFactorOn turns it on.
+  double hedgeFactor = 0.0;
 };
 
 struct DeviceProps {
@@ -61,12 +68,13 @@ struct RailStats {
 
 using LogFn = void (*)(const char* msg);
 
-// Library-wide setup; idempotent and thread-safe. Reads WIREWISE_NET_STREAMS and WIREWISE_NET_CHUNK_KB
-// once here (never on the data path). Devices default to discoverDevices() with WIREWISE_NET_IFNAMES / NCCL_SOCKET_IFNAME.
+// Library-wide setup; idempotent and thread-safe. Reads the WIREWISE_NET_* settings once here (never on
+// the data path). Devices default to discoverDevices() with WIREWISE_NET_IFNAMES / NCCL_SOCKET_IFNAME.
 Status netInit(LogFn log);
 // Tests inject their own device list and config; call before or instead of netInit's discovery.
 void setDevices(std::vector<Device> devices);
 void setConfig(const TransportConfig& config);
+TransportConfig currentConfig();  // what new comms get (tests: the settings netInit read)
 int deviceCount();
 Status getProperties(int dev, DeviceProps* props);
 
@@ -98,14 +106,20 @@ struct RailTelemetry {
   double share = 0.0;            // of new chunks, 0..1 (0 for a rail that is down)
   double rateBytesPerS = 0.0;    // measured delivery rate
   bool up = true;
+  // Appended for the runtime's rail model; filled by the registry (net/rail_registry.h, one TCP_INFO per
+  // stream on the sampler's thread), left 0 by sendTelemetry, which makes no syscall.
+  uint32_t rttUs = 0;            // smallest smoothed RTT over the rail's established streams; 0 = unknown
+  uint64_t retransmits = 0;      // segments retransmitted, summed over the rail's streams
 };
 struct CommTelemetry {
   int rails = 0;
   RailTelemetry rail[4];         // kMaxRails
   uint64_t lastShareChangeNs = 0;  // the last time any rail's share moved by 10 points, or a rail died
   uint64_t resentChunks = 0;
+  uint64_t hedgedChunks = 0;     // of resentChunks: copies of chunks stuck on a slow (live) rail
 };
-// False for a null comm. Safe against concurrent progress; never call it after closeSend.
+// False for a null comm. Safe against concurrent progress; never call it after closeSend. The runtime
+// reads it through the registry of open send comms (net/rail_registry.h), which closeSend leaves first.
 bool sendTelemetry(void* sendComm, CommTelemetry* out);
 
 }  // namespace wirewise::net

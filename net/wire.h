@@ -14,7 +14,9 @@ namespace wirewise::net {
 
 inline constexpr uint32_t kHandleMagic = 0x57574e31;  // "WWN1"
 inline constexpr uint32_t kHelloMagic = 0x57574831;   // "WWH1"
-inline constexpr uint8_t kHandleVersion = 2;          // 2: 40-byte chunk headers with kinds (cut notices)
+inline constexpr uint8_t kHandleVersion = 4;          // 4: a receiver advertises reopen ports; streams can be reopened
+inline constexpr uint32_t kReopenMagic = 0x57575231;   // "WWR1"
+inline constexpr uint16_t kHelloReopen = 1;           // Hello::reserved of a stream that replaces a dead one
 inline constexpr int kMaxRails = 4;
 inline constexpr int kMaxStreams = 16;
 
@@ -48,11 +50,25 @@ struct Hello {
 };
 static_assert(sizeof(Hello) == 24);
 
+// The only bytes a receiver ever writes: once, on every stream right after the connection is set up. The
+// per-rail ports of the listening sockets the receive comm keeps for the connection's life (0: none), on
+// the addresses of the handle. A sender whose stream died connects there again and sends a Hello with
+// `reserved` = kHelloReopen, the connection id and a stream index not used before in the connection.
+struct ReopenAdvert {
+  uint32_t magic;
+  uint16_t nRails;
+  uint16_t reserved;
+  uint16_t ports[kMaxRails];  // network byte order
+};
+static_assert(sizeof(ReopenAdvert) == 16);
+
 enum class ChunkKind : uint16_t { kData = 1, kCut = 2 };
 
 // Precedes every chunk. seq numbers messages in isend order; a zero-byte message is one chunk of len 0.
-// A kCut notice (no payload) tells the receiver that stream `cutStream` died at the sender: nothing at or
-// after byte `offset` of that stream may be used (it is resent on the surviving streams).
+// A kCut notice (no payload) tells the receiver that chunks of stream `cutStream` from byte `offset` on are
+// resent on other streams. total 0: the stream died at the sender, nothing at or after `offset` may be
+// used. total > offset: the stream lives on but was too slow (hedged); the data chunks that start in
+// [offset, total) are copies to drop (the stream is still read through them), later ones count again.
 struct ChunkHeader {
   uint64_t seq;
   uint64_t total;
@@ -78,13 +94,15 @@ inline bool parseHandle(const void* bytes, NetHandle* out) {
 }
 
 inline bool validHello(const Hello& h) {
+  if (h.reserved == kHelloReopen) return h.magic == kHelloMagic && h.streamIndex < kMaxStreams && h.rail < kMaxRails;
   return h.magic == kHelloMagic && h.nStreams >= 1 && h.nStreams <= kMaxStreams && h.streamIndex < h.nStreams &&
          h.rail < kMaxRails;
 }
 
 // Structural checks only; whether the chunk fits the posted buffer is the receiver's business.
 inline bool validChunkHeader(const ChunkHeader& h, int nStreams) {
-  if (h.kind == static_cast<uint16_t>(ChunkKind::kCut)) return h.len == 0 && h.cutStream < nStreams;
+  if (h.kind == static_cast<uint16_t>(ChunkKind::kCut))
+    return h.len == 0 && h.cutStream < nStreams && (h.total == 0 || h.total > h.offset);
   if (h.kind != static_cast<uint16_t>(ChunkKind::kData)) return false;
   return h.offset <= h.total && h.len <= h.total - h.offset && (h.len > 0 || h.total == 0);
 }

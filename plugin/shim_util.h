@@ -12,7 +12,8 @@ namespace wirewise::shim {
 
 // Our version-independent constants are NCCL's values (telemetry/prof_event.h cannot include NCCL's ABI).
 static_assert(kEvColl == ncclProfileColl && kEvKernelCh == ncclProfileKernelCh && kEvProxyOp == ncclProfileProxyOp &&
-              kEvProxyStep == ncclProfileProxyStep && kEvNetPlugin == ncclProfileNetPlugin);
+              kEvProxyStep == ncclProfileProxyStep && kEvNetPlugin == ncclProfileNetPlugin &&
+              kEvKernelLaunch == ncclProfileKernelLaunch);
 static_assert(kStateSendGpuWait == ncclProfilerProxyStepSendGPUWait &&
               kStateSendWait == ncclProfilerProxyStepSendWait && kStateRecvWait == ncclProfilerProxyStepRecvWait &&
               kStateRecvFlushWait == ncclProfilerProxyStepRecvFlushWait &&
@@ -79,6 +80,9 @@ ProfEvent toProfEvent(const Descr& d) {
     ev.isSend = d.proxyOp.isSend != 0;
   } else if (d.type == ncclProfileProxyStep) {
     ev.step = d.proxyStep.step;
+  }
+  if constexpr (requires { d.kernelLaunch.stream; }) {  // v5 descriptors only
+    if (d.type == ncclProfileKernelLaunch) ev.stream = d.kernelLaunch.stream;
   }
   return ev;
 }

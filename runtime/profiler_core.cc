@@ -9,6 +9,7 @@
 #include "runtime/log.h"
 #include "runtime/runtime.h"
 #include "telemetry/event_sink.h"
+#include "telemetry/launch_ring.h"
 #include "telemetry/proxy_sink.h"
 #include "telemetry/slot_tag.h"
 
@@ -25,12 +26,14 @@ constexpr size_t kPathCapacity = 1024;
 std::atomic<int> gPid{0};
 
 struct CommProfiler {
-  CommProfiler(const ProfilerInitArgs& a, size_t pool, bool netPaths)
+  CommProfiler(const ProfilerInitArgs& a, size_t pool, bool netPaths, LaunchRing* launchRing)
       : events(a.commId, a.rank, a.nRanks, pool, kRingSize),
         // ProxyOps in flight: one per (channel, peer, direction) of each collective the proxy holds.
-        proxy(netPaths ? std::make_unique<ProxySink>(a.commId, a.rank, 2 * pool, kPathCapacity) : nullptr) {}
+        proxy(netPaths ? std::make_unique<ProxySink>(a.commId, a.rank, 2 * pool, kPathCapacity) : nullptr),
+        launches(launchRing, a.commId, a.rank) {}
   EventSink events;
   std::unique_ptr<ProxySink> proxy;
+  CommLaunchRecorder launches;  // KernelLaunch for the CUPTI collector; inert (null ring) unless it matches
 };
 
 uint64_t nowNs() noexcept {
@@ -43,8 +46,8 @@ bool isProxyHandle(const SlotHead* h) { return (h->type & (kEvProxyOp | kEvProxy
 
 }  // namespace
 
-uint64_t profilerActivationMask(bool netPaths) noexcept {
-  return kEvColl | kEvKernelCh | (netPaths ? kEvProxyOp | kEvProxyStep : 0);
+uint64_t profilerActivationMask(bool netPaths, bool kernelLaunch) noexcept {
+  return kEvColl | kEvKernelCh | (netPaths ? kEvProxyOp | kEvProxyStep : 0) | (kernelLaunch ? kEvKernelLaunch : 0);
 }
 
 ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept {
@@ -61,11 +64,14 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
     }
     gPid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
     const bool netPaths = rt->settings().netPaths;
-    auto comm = std::make_unique<CommProfiler>(args, static_cast<size_t>(rt->settings().eventPool), netPaths);
+    // KernelLaunch exists from v5 on; the ring exists only while the CUPTI collector drains it.
+    LaunchRing* launchRing = args.abiVersion >= 5 ? rt->launchRing() : nullptr;
+    auto comm = std::make_unique<CommProfiler>(args, static_cast<size_t>(rt->settings().eventPool), netPaths,
+                                               launchRing);
     // The mask is one process-global int that NCCL reads on every event; every comm wants the same
     // value (settings are read once per process), so it is written only when it differs (in practice
     // by the first init), never cleared. Only what we consume: NCCL does not pay for events we drop.
-    const int want = static_cast<int>(profilerActivationMask(netPaths));
+    const int want = static_cast<int>(profilerActivationMask(netPaths, launchRing != nullptr));
     if (args.activationMask != nullptr && __atomic_load_n(args.activationMask, __ATOMIC_RELAXED) != want)
       __atomic_store_n(args.activationMask, want, __ATOMIC_RELAXED);
     rt->event({{"event", "comm_init"},
@@ -90,7 +96,14 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
 void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept {
   if (ev.type == kEvColl || ev.type == kEvKernelCh) {
     auto* comm = static_cast<CommProfiler*>(context);
-    return comm == nullptr ? nullptr : comm->events.start(ev);
+    if (comm == nullptr) return nullptr;
+    if (ev.type == kEvColl) comm->launches.onColl(ev.func, ev.seqNumber);  // claims the plan's launch
+    return comm->events.start(ev);
+  }
+  if (ev.type == kEvKernelLaunch) {
+    // Recorded, never tracked: a null handle means NCCL never calls stopEvent for it.
+    if (auto* comm = static_cast<CommProfiler*>(context)) comm->launches.onKernelLaunch(ev.stream);
+    return nullptr;
   }
   if (ev.type == kEvProxyOp || ev.type == kEvProxyStep || ev.type == kEvNetPlugin) {
     // The context is read only for a ProxyOp of this process: under PXN it is another process's pointer.

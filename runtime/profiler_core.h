@@ -25,8 +25,9 @@ struct ProfilerInitArgs {
 };
 
 // The event types wirewise asks NCCL for: Coll and KernelCh always, ProxyOp and ProxyStep when
-// network-path telemetry is on (WIREWISE_NET_PATHS; docs/telemetry.md "Profiler events").
-uint64_t profilerActivationMask(bool netPaths) noexcept;
+// network-path telemetry is on (WIREWISE_NET_PATHS; docs/telemetry.md "Profiler events"), KernelLaunch
+// (v5) when the CUPTI collector matches kernel records to communicators (WIREWISE_CUPTI).
+uint64_t profilerActivationMask(bool netPaths, bool kernelLaunch = false) noexcept;
 
 ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept;
 // Returns our handle, or null for "not tracked" (unwanted type, null context, pool exhausted, PXN).

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "control/control_plane.h"
 #include "control/member.h"
 #include "telemetry/collectors/collector_set.h"
+#include "telemetry/launch_ring.h"
 #include "telemetry/wiring/prior.h"
 #include "control/rendezvous.h"
 #include "runtime/log.h"
@@ -26,6 +28,8 @@ int gRefs = 0;
 constexpr auto kDrainPeriod = std::chrono::milliseconds(50);
 // Samples kept per sink for the coordinator: a few boundaries' worth even at 8 collectives per boundary.
 constexpr size_t kMaxReportBacklog = 1 << 16;
+// KernelLaunch records held for the CUPTI collector between two sampler passes (48 B each: 3 MiB).
+constexpr size_t kLaunchRingSize = 1 << 16;
 // Deterministic mode knows no collective rates: boundaries at this fixed spacing unless configured.
 constexpr uint64_t kDeterministicSpacing = 32;
 
@@ -40,6 +44,9 @@ const char* syncName(SyncMode m) {
   return m == SyncMode::Off ? "off" : m == SyncMode::On ? "on" : "deterministic";
 }
 
+// Set once by the net face (or a test); read by the sampler.
+std::atomic<Runtime::RailSource> gRailSource{nullptr};
+
 // At unload or exit with comms never finalized: stop the thread while its code is still mapped.
 __attribute__((destructor)) void stopAtUnload() {
   std::lock_guard<std::mutex> lock(gMu);
@@ -49,6 +56,13 @@ __attribute__((destructor)) void stopAtUnload() {
 }  // namespace
 
 std::string Runtime::hexId(uint64_t id) { return commIdHex(id); }
+
+void Runtime::setRailSource(RailSource source) { gRailSource.store(source, std::memory_order_release); }
+
+std::vector<adapt::LinkNote> Runtime::linkNotes() {
+  std::lock_guard<std::mutex> links(linksMu_);
+  return linkNotes_;
+}
 
 Runtime* Runtime::acquire(const EnvSource& env) {
   std::lock_guard<std::mutex> lock(gMu);
@@ -149,11 +163,14 @@ Runtime::Runtime(const EnvSource& env)
       collectors::CollectorConfig cc;
       cc.sysfsRoot = settings_.sysfsRoot;
       cc.cupti = settings_.cupti;
+      if (settings_.cupti) launches_ = std::make_unique<LaunchRing>(kLaunchRingSize);
+      cc.launches = launches_.get();
       cc.periodMs = static_cast<uint32_t>(settings_.collectMs);
       if (const char* hca = env("NCCL_IB_HCA"); hca && *hca) cc.ibHca = hca;
       collectors_ = collectors::CollectorSet::create(cc, [](const std::string& line) {
         WW_INFO(NCCL_INIT | NCCL_NET, "collectors: %s", line.c_str());
       });
+      if (!collectors_->cuptiAttributes()) launches_.reset();  // nobody drains it: profilers record nothing
       WW_INFO(NCCL_INIT | NCCL_NET, "link collectors every %lld ms: %s", static_cast<long long>(settings_.collectMs),
               collectors_->statusLine().c_str());
       log_.post({{"event", "collectors"}, {"period_ms", settings_.collectMs}, {"status", collectors_->statusLine()}});
@@ -161,6 +178,7 @@ Runtime::Runtime(const EnvSource& env)
       sampler_ = std::thread([this] { sampleLoop(); });
     } catch (const std::exception& e) {
       collectors_.reset();
+      launches_.reset();
       WW_WARN(NCCL_INIT | NCCL_NET, "link collectors could not start (%s); continuing without link health", e.what());
     }
   }
@@ -305,6 +323,16 @@ void Runtime::sampleLoop() {
       collectors_->sample(now);
       collectors::LinkHealthSnapshot snap = collectors_->snapshot();
       snap.links.insert(snap.links.end(), wiringPrior_.begin(), wiringPrior_.end());
+      if (RailSource source = gRailSource.load(std::memory_order_acquire)) {
+        const int64_t nowNs =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+        std::vector<collectors::LinkHealth> rails = rails_.update(source(), nowNs);
+        snap.links.insert(snap.links.end(), rails.begin(), rails.end());
+        for (nlohmann::json& ev : rails_.takeShifts()) {
+          ev["host"] = host_;
+          log_.post(std::move(ev));
+        }
+      }
       nlohmann::json changed = nlohmann::json::array();
       std::vector<adapt::LinkNote> notes;
       for (const auto& l : snap.links) {
@@ -323,6 +351,15 @@ void Runtime::sampleLoop() {
           n.state = degraded ? 1 : 2;
           n.capacityRatio = l.bestNominalBps > 0 ? static_cast<float>(l.nominalBps / l.bestNominalBps) : 1.0f;
           n.errorsPerSec = static_cast<float>(l.errorsPerSec);
+          if (l.kind == collectors::LinkKind::kRail) {
+            // A rail has no nominal speed worth comparing: its measured rate against its peer rails' stands in.
+            n.capacityRatio = static_cast<float>(l.rateRatio);
+            n.errorsPerSec = l.congested ? static_cast<float>(l.congestionPerSec) : 0.0f;  // retransmits/s
+            if (l.baselineRttUs > 0) {
+              n.rttUs = static_cast<float>(l.rttUs);
+              n.baselineRttUs = static_cast<float>(l.baselineRttUs);
+            }
+          }
           notes.push_back(std::move(n));
         }
       }
@@ -334,6 +371,7 @@ void Runtime::sampleLoop() {
         nlohmann::json ev = collectors::toJson(snap);
         ev["reason"] = "periodic";
         log_.post(std::move(ev));
+        if (nlohmann::json k = collectors_->cuptiReport(); !k.is_null()) log_.post(std::move(k));
         lastFull = now;
       } else if (!changed.empty()) {
         nlohmann::json ev = collectors::toJson(snap);
@@ -409,7 +447,7 @@ void Runtime::fillReport(control::Member& m, control::Report* r) {
     const CollSample& s = q.front();
     r->samples.push_back({s.seqNumber, s.bytes,
                           static_cast<uint32_t>(std::min<uint64_t>(s.durationNs, UINT32_MAX)), s.coll, s.algo,
-                          s.proto, s.nChannels});
+                          s.proto, s.nChannels, s.slowChannels, s.slowRatioQ8});
     q.pop_front();
   }
 }

@@ -30,6 +30,7 @@
 
 namespace wirewise {
 
+class LaunchRing;
 namespace collectors {
 class CollectorSet;
 }
@@ -61,6 +62,17 @@ class Runtime {
   void removeSink(EventSink* sink);
 
   static std::string hexId(uint64_t id);
+
+  // NCCL's kernel launches for the CUPTI collector's matching (telemetry/launch_ring.h); null unless
+  // WIREWISE_CUPTI is on and the collector runs and can match. Fixed after construction.
+  LaunchRing* launchRing() const { return launches_.get(); }
+
+  // The net plugin's open send comms, one reading per rail (net/rail_registry.h installs its reader at the
+  // first connect; tests inject theirs). Called on the sampler thread only; null: no rails.
+  using RailSource = std::vector<collectors::RailReading> (*)();
+  static void setRailSource(RailSource source);
+  // This host's unhealthy links as of the last sampler pass: what the next boundary report carries.
+  std::vector<adapt::LinkNote> linkNotes();
 
   // The control plane (docs/control-plane.md), started by the first call: its Boost.Asio I/O thread, its
   // client and, if this process binds the rendezvous address first, the coordinator. Null when
@@ -113,6 +125,7 @@ class Runtime {
   // Link collectors (docs/telemetry.md) on their own sampler thread: a pass may block on sysfs or NVML
   // for milliseconds, which must never delay draining the profiler sinks.
   void sampleLoop();
+  std::unique_ptr<LaunchRing> launches_;  // declared before collectors_: it outlives the CUPTI collector
   std::unique_ptr<collectors::CollectorSet> collectors_;
   std::mutex samplerMu_;
   std::condition_variable samplerCv_;
@@ -121,6 +134,8 @@ class Runtime {
   // This host's unhealthy links as of the last pass, for the coordinator (fillReport).
   std::mutex linksMu_;
   std::vector<adapt::LinkNote> linkNotes_;
+  // The net plugin's rails (RailTracker, docs/telemetry.md "Rails"): sampler thread only.
+  collectors::RailTracker rails_;
   // WIREWISE_WIRING's GPU pairs (docs/wiring.md), read once at start: they join every pass's links.
   std::vector<collectors::LinkHealth> wiringPrior_;
   void loadWiring();

@@ -63,6 +63,11 @@ constexpr SettingDoc kDocs[] = {
      "net face: messages larger than this many KiB are striped across rails in chunks of this size"},
     {"WIREWISE_NET_IFNAMES", "text", "(NCCL_SOCKET_IFNAME)", "[^][=]name[,name...]",
      "net face: interfaces used as rails, NCCL_SOCKET_IFNAME's conventions (prefixes; ^ excludes, = exact)"},
+    {"WIREWISE_NET_RAIL_TIMEOUT_MS", "int", "2000", "200 .. 600000",
+     "net face: a stream with bytes unacknowledged this long while the peer's window is open is dead; its "
+     "chunks are resent on the other rails"},
+    {"WIREWISE_NET_QUEUE_MS", "int", "30", "1 .. 1000",
+     "net face: bytes queued per rail, at most this long at the rail's measured rate"},
     {"WIREWISE_COLLECT_MS", "int", "1000", "0, or 100 .. 600000",
      "link collectors (IB/RoCE, netdev, TCP, NVML): sampling period in milliseconds; 0 turns them off"},
     {"WIREWISE_CUPTI", "enum", "off", "off, on",
@@ -194,6 +199,8 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
   readInt(env, "WIREWISE_BOUNDARY_SPACING", 0, 1 << 20, &s.boundarySpacing, warnings);
   readInt(env, "WIREWISE_NET_STREAMS", 1, 16, &s.netStreams, warnings);
   readInt(env, "WIREWISE_NET_CHUNK_KB", 4, 1 << 20, &s.netChunkKb, warnings);
+  readInt(env, "WIREWISE_NET_RAIL_TIMEOUT_MS", 200, 600000, &s.netRailTimeoutMs, warnings);
+  readInt(env, "WIREWISE_NET_QUEUE_MS", 1, 1000, &s.netQueueMs, warnings);
   if (const char* v = env("WIREWISE_NET_IFNAMES"); v && *v) s.netIfnames = v;  // checked by the net face
   readInt(env, "WIREWISE_PROBE_SPACING", 8, 1 << 20, &s.probeSpacing, warnings);
   readInt(env, "WIREWISE_COLLECT_MS", 0, 600000, &s.collectMs, warnings);

@@ -53,6 +53,8 @@ struct Settings {
   std::string wiring;              // WIREWISE_WIRING, after %h/%p expansion; "" = no wiring prior
   int64_t netStreams = 1;          // WIREWISE_NET_STREAMS
   int64_t netChunkKb = 256;        // WIREWISE_NET_CHUNK_KB
+  int64_t netRailTimeoutMs = 2000; // WIREWISE_NET_RAIL_TIMEOUT_MS
+  int64_t netQueueMs = 30;         // WIREWISE_NET_QUEUE_MS
   std::string netIfnames;          // WIREWISE_NET_IFNAMES, raw; "" = NCCL_SOCKET_IFNAME's (net/devices.h parses)
 };
 

@@ -16,6 +16,14 @@ struct CollSample {
   int8_t algo = -1;         // NCCL_ALGO_* index, -1 if unknown
   int8_t proto = -1;        // NCCL_PROTO_* index, -1 if unknown
   uint8_t nChannels = 0;
+  // Channels that ran more than kSlowChannelFactor x the median channel (bit = channelId < 64), and the
+  // slowest over the median channel time x 256 (saturating at 65535); both 0 unless a channel was slow.
+  uint64_t slowChannels = 0;
+  uint16_t slowRatioQ8 = 0;
 };
+
+// A channel is slow when its time exceeds the median channel's by this factor: well above the spread of
+// a healthy kernel's channels, well below what a shared degraded NIC does (2x and more).
+inline constexpr double kSlowChannelFactor = 1.2;
 
 }  // namespace wirewise

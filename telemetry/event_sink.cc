@@ -3,6 +3,7 @@
 // exactly one thread finalizes it (emits the sample and frees the slot).
 #include "telemetry/event_sink.h"
 
+#include <algorithm>
 #include <new>
 
 #include "adaptive/types.h"
@@ -11,6 +12,8 @@
 
 namespace wirewise {
 namespace {
+
+constexpr int kSummaryChannels = 64;  // channels the slow-channel summary covers (NCCL's MAXCHANNELS)
 
 // Coll control word: [gen:32][folders:8][unused:5][inUse:1][poisoned:1][stopped:1][channelsLeft:16].
 // "folders" counts KernelCh stops folding their times in right now; a slot is only recycled with 0.
@@ -45,6 +48,10 @@ struct alignas(64) CollSlot : SlotHead {
   std::atomic<uint64_t> ctrl{0};
   std::atomic<uint64_t> order{0};  // start order (collCalls), to find the stalest slot when the pool runs dry
   std::atomic<uint64_t> minStart{UINT64_MAX}, maxStop{0};
+  // Per-channel times for the slow-channel summary: bit c of chanSeen once channel c (< 64) stored its
+  // duration in chanNs[c]. Only chanSeen is reset per collective; the finalizer reads the seen entries.
+  std::atomic<uint64_t> chanSeen{0};
+  std::atomic<uint32_t> chanNs[kSummaryChannels];
   // Written by the owner before the control word publishes the slot; read by the finalizer.
   CollSample proto;
   bool sampleable = false;
@@ -56,7 +63,34 @@ struct alignas(64) ChanSlot : SlotHead {
   std::atomic<uint64_t> parent{0};
   std::atomic<uint64_t> stopTs{0};
   uint64_t startTs = 0;
+  uint8_t channelId = 0;
 };
+
+// The slow-channel summary of one collective from the durations its channels stored (at least two
+// needed): the channels above kSlowChannelFactor x the lower median, and the slowest over that median.
+// The lower median, so that one slow channel of two still stands out. At most 64 values on the stack.
+void summarize(const std::atomic<uint32_t>* chanNs, uint64_t seen, CollSample* out) noexcept {
+  uint32_t ns[kSummaryChannels], sorted[kSummaryChannels];
+  uint8_t id[kSummaryChannels];
+  int n = 0;
+  for (uint64_t m = seen; m != 0; m &= m - 1) {
+    const int c = __builtin_ctzll(m);
+    id[n] = static_cast<uint8_t>(c);
+    ns[n] = sorted[n] = chanNs[c].load(std::memory_order_relaxed);
+    ++n;
+  }
+  if (n < 2) return;
+  uint32_t* mid = sorted + (n - 1) / 2;
+  std::nth_element(sorted, mid, sorted + n);
+  const double median = *mid;
+  const double slowest = *std::max_element(mid, sorted + n);
+  if (median <= 0 || slowest <= kSlowChannelFactor * median) return;
+  uint64_t mask = 0;
+  for (int i = 0; i < n; ++i)
+    if (ns[i] > kSlowChannelFactor * median) mask |= uint64_t{1} << id[i];
+  out->slowChannels = mask;
+  out->slowRatioQ8 = static_cast<uint16_t>(std::min(65535.0, 256.0 * slowest / median + 0.5));
+}
 
 }  // namespace
 
@@ -89,7 +123,8 @@ struct EventSink::Impl {
   CollSlot* reclaimStaleColl(uint64_t newest) noexcept;
   ChanSlot* reclaimDeadChannel() noexcept;
   enum class ChanEnd { kTimed, kUntimed, kLost };
-  void consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start, uint64_t stop, ChanEnd end) noexcept;
+  void consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start, uint64_t stop, ChanEnd end,
+                      int channel = -1) noexcept;
   void finalize(CollSlot* s, uint64_t c) noexcept;
 
   int nRanks;
@@ -135,6 +170,7 @@ void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
   s->sampleable = coll >= 0 && typeSize > 0;
   s->minStart.store(UINT64_MAX, std::memory_order_relaxed);
   s->maxStop.store(0, std::memory_order_relaxed);
+  s->chanSeen.store(0, std::memory_order_relaxed);
   s->order.store(collIndex, std::memory_order_relaxed);
   // release: publishes the fields above to whichever thread finalizes this slot.
   s->ctrl.store((uint64_t{gen} << 32) | kInUse | ev.nChannels, std::memory_order_release);
@@ -199,6 +235,7 @@ void* EventSink::Impl::startChannel(const ProfEvent& ev) noexcept {
   }
   uint32_t gen = genOf(ch->ctrl.load(std::memory_order_relaxed));
   ch->startTs = ev.pTimer;
+  ch->channelId = ev.channelId;
   ch->stopTs.store(0, std::memory_order_relaxed);
   ch->parent.store((uint64_t{pgen} << 32) | p->index, std::memory_order_relaxed);
   ch->ctrl.store((uint64_t{gen} << 32) | kInUse, std::memory_order_release);
@@ -236,16 +273,17 @@ void EventSink::Impl::stopChannel(ChanSlot* ch, uint32_t tag) noexcept {
   }
   uint64_t start = ch->startTs, stop = ch->stopTs.load(std::memory_order_relaxed);
   uint64_t par = ch->parent.load(std::memory_order_relaxed);
+  const int channel = ch->channelId;
   freeChans.push(ch->index);
   // telemetry.md 4.6: some channels report a stop of 0; those (and stop < start) are not timed.
   ChanEnd end = stop != 0 && stop >= start ? ChanEnd::kTimed : ChanEnd::kUntimed;
-  consumeChannel(&colls[static_cast<uint32_t>(par)], static_cast<uint32_t>(par >> 32), start, stop, end);
+  consumeChannel(&colls[static_cast<uint32_t>(par)], static_cast<uint32_t>(par >> 32), start, stop, end, channel);
 }
 
 // Counts one channel of parent p (generation pgen) as done, folding in [start, stop] when timed. A
 // channel lost for want of a slot poisons the parent: it completes, but yields no sample.
-void EventSink::Impl::consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start, uint64_t stop,
-                                     ChanEnd end) noexcept {
+void EventSink::Impl::consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start, uint64_t stop, ChanEnd end,
+                                     int channel) noexcept {
   bool lost = end == ChanEnd::kLost;
   uint64_t c = p->ctrl.load(std::memory_order_acquire);
   for (;;) {
@@ -260,6 +298,12 @@ void EventSink::Impl::consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start,
   if (end == ChanEnd::kTimed) {
     atomicMin(p->minStart, start);
     atomicMax(p->maxStop, stop);
+    // Published to the finalizer by the control word's release below, like the two above.
+    if (channel >= 0 && channel < kSummaryChannels) {
+      p->chanNs[channel].store(static_cast<uint32_t>(std::min<uint64_t>(stop - start, UINT32_MAX)),
+                               std::memory_order_relaxed);
+      p->chanSeen.fetch_or(uint64_t{1} << channel, std::memory_order_relaxed);
+    }
   }
   uint64_t n = p->ctrl.fetch_sub(kFolder, std::memory_order_acq_rel) - kFolder;
   if (finalizable(n)) finalize(p, n);
@@ -275,6 +319,7 @@ void EventSink::Impl::finalize(CollSlot* s, uint64_t c) noexcept {
   } else {
     CollSample out = s->proto;
     out.durationNs = maxStop - minStart;
+    summarize(s->chanNs, s->chanSeen.load(std::memory_order_relaxed), &out);
     if (ring->push(out)) {
       emitted.fetch_add(1, std::memory_order_relaxed);
     } else {

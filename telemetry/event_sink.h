@@ -9,6 +9,10 @@
 // Completion: a Coll stop only means "enqueued". A collective is complete once its Coll was stopped
 // and nChannels KernelCh events have stopped; its time is max(channel stop) - min(channel start) on
 // the GPU clock. Channels with a stop of 0 or before their start are counted but not timed.
+// Slow channels: each timed channel (channelId < 64) also keeps its own stop - start; at completion the
+// sample gets a mask of the channels above 1.2x the median channel's time and the slowest/median ratio
+// (CollSample::slowChannels, slowRatioQ8; both 0 when no channel stands out or fewer than two were
+// timed). A degraded NIC shows as the channels NCCL maps to it (rail-aligned) finishing late.
 //
 // Handles are slot addresses tagged with 22 bits of the slot's generation (in the 6 low bits of the
 // 64-byte aligned slots and the top 16 address bits), so a late stop for a recycled slot is

@@ -13,6 +13,7 @@ inline constexpr uint64_t kEvProxyOp = 1u << 3;
 inline constexpr uint64_t kEvProxyStep = 1u << 4;
 inline constexpr uint64_t kEvKernelCh = 1u << 6;
 inline constexpr uint64_t kEvNetPlugin = 1u << 7;
+inline constexpr uint64_t kEvKernelLaunch = 1u << 11;  // v5 only
 // NCCL's ncclProfilerEventState_t values that wirewise reads (same in v4 and v5; static_asserts in
 // plugin/shim_util.h check them against plugin/nccl/profiler.h).
 inline constexpr int kStateSendGpuWait = 8;    // ProxyStep: waiting for the local GPU to produce data
@@ -48,6 +49,8 @@ struct ProfEvent {
   bool isSend = false;
   // type == ncclProfileProxyStep
   int step = 0;
+  // type == ncclProfileKernelLaunch (v5): the cudaStream_t of the launch
+  const void* stream = nullptr;
 };
 
 }  // namespace wirewise

@@ -116,15 +116,20 @@ std::string at(const AdaptEvent& e) { return fmt::format("at collective {} (verd
 
 // "the detector saw it 19% slower (CUSUM 0.31 over threshold 0.12)". The size of the shift comes from the
 // alarm (its before/after are the baseline and the changed time); the statistic from whichever has it.
+// The policy's reading of the change (latency or bandwidth), when it made one, follows: the settled one on
+// the event itself is preferred over the alarm's (taken on fewer, mixed observations).
 std::string detectorClause(const AdaptEvent* alarm, const AdaptEvent* e) {
   const AdaptEvent* d = alarm && alarm->hasDetector ? alarm : e && e->hasDetector ? e : nullptr;
   const std::string cusum =
       d ? fmt::format(" (CUSUM {} over threshold {})", statText(d->statistic), statText(d->threshold)) : "";
+  const std::string causeText = e && !e->cause.empty() ? e->cause : alarm ? alarm->cause : e ? e->cause : "";
+  const std::string cause = causeText.empty() ? "" : ": " + causeText;
   if (alarm && alarm->beforeUs && alarm->afterUs && *alarm->beforeUs > 0) {
     const double pct = (*alarm->afterUs / *alarm->beforeUs - 1) * 100;
-    return fmt::format("the detector saw it {:.0f}% {}{}", std::fabs(pct), pct >= 0 ? "slower" : "faster", cusum);
+    return fmt::format("the detector saw it {:.0f}% {}{}{}", std::fabs(pct), pct >= 0 ? "slower" : "faster", cusum,
+                       cause);
   }
-  if (d) return fmt::format("the detector saw it {}{}", d->shift.empty() ? "change" : d->shift, cusum);
+  if (d) return fmt::format("the detector saw it {}{}{}", d->shift.empty() ? "change" : d->shift, cusum, cause);
   return "";
 }
 

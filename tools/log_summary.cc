@@ -62,6 +62,7 @@ AdaptEvent adaptOf(const json& e, uint64_t line) {
     a.hasDetector = true;
     a.statistic = num(d, "statistic"), a.threshold = num(d, "threshold"), a.shift = str(d, "shift");
   }
+  if (e.contains("cause") && e.at("cause").is_object()) a.cause = str(e.at("cause"), "text");
   if (e.contains("candidates"))
     for (const json& c : e.at("candidates")) a.candidates.emplace_back(str(c, "decision"), num(c, "us"));
   // Links are strings today; anything richer a later writer puts there is shown as its JSON text.
@@ -160,6 +161,15 @@ bool addEvent(const json& e, LogSummary* s) {
     LogFinalize f{str(e, "face"), pid, i64(e, "rank", -1), u64(e, "collectives"), u64(e, "applied"), u64(e, "kept"),
                   u64(e, "samples")};
     commOf(s, str(e, "comm")).finalizes.push_back(std::move(f));
+  } else if (ev == "rail_shift") {
+    LogRailShift r{pid, u64(e, "conn"), u64(e, "resent_since_last"), str(e, "host"), str(e, "peer"), str(e, "reason"),
+                   str(e, "ts"), {}};
+    if (e.contains("rails"))
+      for (const json& x : e.at("rails"))
+        r.rails.push_back({str(x, "label"), num(x, "before"), num(x, "after"), num(x, "rate_gbps"), num(x, "rtt_us"),
+                           num(x, "baseline_rtt_us"), !x.contains("was_up") || boolean(x, "was_up"),
+                           !x.contains("up") || boolean(x, "up"), u64(x, "retransmits")});
+    s->railShifts.push_back(std::move(r));
   } else if (ev == "link_health" || ev == "net_paths" || ev == "collectors" || ev == "control" ||
              ev == "control_start" || ev == "verdict" || ev == "wiring_prior") {
     // Known, not summarised here: `wirewise log` prints them as they are.
@@ -276,7 +286,25 @@ std::string coordinatorText(const CommSummary& c) {
   return out;
 }
 
+std::string usText(double us) { return us >= 1000 ? fmt::format("{:.1f} ms", us / 1000) : fmt::format("{:.0f} µs", us); }
+
 }  // namespace
+
+std::string railShiftText(const LogRailShift& r) {
+  std::string rails;
+  for (const auto& x : r.rails) {
+    std::string one = fmt::format("{} {:.0f}%", x.label, x.after * 100);
+    if (!x.up) one += " down";
+    if (x.up) one += fmt::format(" {:.2f} GB/s", x.rateGbps);
+    if (x.rttUs > 0) one += " rtt " + usText(x.rttUs);
+    if (x.baselineRttUs > 0 && x.rttUs >= 2 * x.baselineRttUs) one += " (baseline " + usText(x.baselineRttUs) + ")";
+    if (x.retransmits > 0) one += fmt::format(" {} retrans", x.retransmits);
+    rails += (rails.empty() ? "" : ", ") + one;
+  }
+  return fmt::format("rail shift, pid {}, conn {} to {}: {}; now {}{}", r.pid, r.conn, r.peer.empty() ? "?" : r.peer,
+                     r.reason.empty() ? "shares moved" : r.reason, rails,
+                     r.resent > 0 ? fmt::format("; {} chunks resent", r.resent) : "");
+}
 
 int collOrder(const std::string& name) {
   int c = parseColl(name);
@@ -328,6 +356,16 @@ nlohmann::json summaryJson(const LogSummary& s) {
   for (const auto& p : s.problems)
     out["config_problems"].push_back(
         {{"file", p.file}, {"line", p.line}, {"reason", p.reason}, {"warning", p.warningOnly}});
+  out["rail_shifts"] = json::array();
+  for (const auto& r : s.railShifts) {
+    json rails = json::array();
+    for (const auto& x : r.rails)
+      rails.push_back({{"label", x.label}, {"before", x.before}, {"after", x.after}, {"was_up", x.wasUp}, {"up", x.up},
+                       {"rate_gbps", x.rateGbps}, {"rtt_us", x.rttUs}, {"baseline_rtt_us", x.baselineRttUs},
+                       {"retransmits", x.retransmits}});
+    out["rail_shifts"].push_back({{"pid", r.pid}, {"host", r.host}, {"conn", r.conn}, {"peer", r.peer},
+                                  {"reason", r.reason}, {"ts", r.ts}, {"rails", rails}, {"text", railShiftText(r)}});
+  }
   out["comms"] = json::array();
   for (const auto& c : s.comms) {
     json jc = {{"comm", c.id}, {"summaries", c.summaries}};
@@ -372,6 +410,7 @@ std::string summaryText(const LogSummary& s) {
                        fmt::format("{}, {} log lines dropped", p.stopped ? ", stopped" : ", no plugin_stop", p.logDropped));
   for (const auto& p : s.problems)
     out += fmt::format("config {}: {}:{}: {}\n", p.warningOnly ? "warning" : "problem", p.file, p.line, p.reason);
+  for (const auto& r : s.railShifts) out += railShiftText(r) + "\n";
   for (const auto& c : s.comms) {
     out += fmt::format("\ncommunicator {}\n", c.id);
     for (const auto& i : c.inits)

@@ -56,6 +56,7 @@ struct AdaptEvent {
   bool hasDetector = false;
   double statistic = 0, threshold = 0;
   std::string shift;
+  std::string cause;  // the policy's latency-or-bandwidth reading ("cause.text"), empty when it named none
   std::vector<std::pair<std::string, double>> candidates;  // (decision, us), best first
   std::vector<std::string> links;
 };
@@ -112,6 +113,25 @@ struct LogProblem {
   bool warningOnly = false;
 };
 
+// One rail of a "rail_shift" event (the net plugin's per-connection rail shares).
+struct LogRailShare {
+  std::string label;
+  double before = 0, after = 0, rateGbps = 0, rttUs = 0, baselineRttUs = 0;
+  bool wasUp = true, up = true;
+  uint64_t retransmits = 0;
+};
+
+// A "rail_shift" event: a send connection of the net plugin moved its bytes between rails.
+struct LogRailShift {
+  int64_t pid = 0;
+  uint64_t conn = 0, resent = 0;
+  std::string host, peer, reason, ts;
+  std::vector<LogRailShare> rails;
+};
+
+// `rail_shift` in one line: "rail shift, pid 7, conn 2 to 10.0.0.2: eth1 50% -> 9% (...); eth0 91% 1.20 GB/s ...".
+std::string railShiftText(const LogRailShift& r);
+
 struct LogSummary {
   uint64_t lines = 0, events = 0, malformed = 0, unknown = 0;
   std::vector<uint64_t> malformedLines;  // 1-based line numbers, the first few
@@ -119,6 +139,7 @@ struct LogSummary {
   std::vector<LogProcess> processes;
   std::vector<LogProblem> problems;
   std::vector<CommSummary> comms;  // in order of first appearance
+  std::vector<LogRailShift> railShifts;  // in input order
 };
 
 // Adds every line of `in` to *s. Blank lines are skipped silently. Never throws on bad input. A malformed

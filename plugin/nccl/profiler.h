@@ -239,6 +239,7 @@ static_assert(offsetof(ncclProfilerEventDescr_v5_t, coll.nChannels) == 80);
 static_assert(offsetof(ncclProfilerEventDescr_v5_t, coll.algo) == 88);
 static_assert(offsetof(ncclProfilerEventDescr_v5_t, coll.proto) == 96);
 static_assert(offsetof(ncclProfilerEventDescr_v5_t, coll.parentGroup) == 104);
+static_assert(offsetof(ncclProfilerEventDescr_v5_t, kernelLaunch.stream) == 24);  // v5 only: v4 has no KernelLaunch
 static_assert(offsetof(ncclProfilerEventDescr_v5_t, kernelCh.channelId) == 24);
 static_assert(offsetof(ncclProfilerEventDescr_v5_t, kernelCh.pTimer) == 32);
 static_assert(offsetof(ncclProfilerEventDescr_v5_t, proxyOp.channelId) == 28);

@@ -153,6 +153,11 @@ void PluginHost::emitCollective(int comm, int member, const CollEmit& e) {
       p->startEvent(ctx, &h, &d);
       ncclProfilerEventStateArgs_v5_t args{};
       args.kernelCh.pTimer = e.stopNs;
+      if (e.channelFrac != nullptr && ch < e.fracCount && e.stopNs > e.spanStartNs) {
+        const double span = static_cast<double>(e.stopNs - e.spanStartNs);
+        const double early = (1.0 - std::clamp(e.channelFrac[ch], 0.0, 1.0)) * span;
+        args.kernelCh.pTimer = e.stopNs - static_cast<uint64_t>(early);
+      }
       p->recordEventState(h, ncclProfilerKernelChStop, &args);
       p->stopEvent(h);
     }

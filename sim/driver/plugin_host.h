@@ -21,6 +21,13 @@ struct CollEmit {
   const char* datatype = nullptr;  // NCCL's string, e.g. "ncclBfloat16"
   int algo = 0, proto = 0, nChannels = 1;
   uint64_t startNs = 0, stopNs = 0;  // this rank's kernel, on the virtual GPU clock
+  // Per-channel ends: channel c's KernelCh stops at stopNs - (1 - channelFrac[c]) x (stopNs - spanStartNs),
+  // where spanStartNs is the last member's arrival (the bare transfer begins) and channelFrac[c] is the
+  // channel's share of the transfer's time in the truth model (1 for the slowest). Null, or channels past
+  // fracCount: the channel stops at stopNs.
+  uint64_t spanStartNs = 0;
+  const double* channelFrac = nullptr;
+  int fracCount = 0;
   bool network = false;             // the comm spans nodes: proxy events exist
   size_t bytes = 0;                 // nBytes as the tuner saw it (for proxy step sizes)
 };

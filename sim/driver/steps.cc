@@ -61,6 +61,20 @@ struct Clocks {
   double max() const { return *std::max_element(t.begin(), t.end()); }
 };
 
+// Each channel's share of the collective's time in the truth model (1 for the slowest channel, which sets
+// the time): the same latency and ramp, and the channel's own bandwidth time. The profiler's KernelCh
+// stops follow it, so a channel on a degraded NIC finishes late, as on hardware.
+std::vector<double> channelFractions(const TruthBreakdown& b, size_t nBytes) {
+  std::vector<double> out;
+  if (!(b.totalUs > 0) || b.channelGBps.empty()) return out;
+  const double chBytes = static_cast<double>(nBytes) / static_cast<double>(b.channelGBps.size());
+  for (double r : b.channelGBps) {
+    const double bw = r > 0 ? chBytes / (r * 1e3) : b.bandwidthUs;
+    out.push_back(std::min(1.0, (b.latencyUs + b.rampUs + bw) / b.totalUs));
+  }
+  return out;
+}
+
 }  // namespace
 
 uint32_t packChoice(int algo, int proto, int nCh) {
@@ -125,6 +139,7 @@ StepsOut playSteps(const StepsIn& in) {
   std::vector<uint32_t> lastWw(nSlots, 0xffffffffu);
   std::vector<int> lastWwState(nSlots, -1);
   std::vector<double> lastWwTime(nSlots, 0);
+  std::vector<std::vector<double>> lastWwFrac(nSlots);  // per channel, see channelFractions
   std::vector<double> arrivals;
   // Per collective of the current entry and repeat (one per comm instance): its noise, every member's pick
   // (this process's own, and in process 0 the others' once gathered), and the choice in force.
@@ -234,6 +249,8 @@ StepsOut playSteps(const StepsIn& in) {
             lastWw[si] = packed;
             lastWwState[si] = st;
             lastWwTime[si] = trueTimeUs(sc, plan, st, si, ww.algo, ww.proto, ww.nChannels);
+            TruthQuery q{s.coll, s.bytes, s.dtype, ww.algo, ww.proto, std::max(1, ww.nChannels)};
+            lastWwFrac[si] = channelFractions(truthBreakdown(sc.cluster, inst.layout, plan.states[st], q), s.bytes);
           }
           ++out.wwHist[si][packed];
           const Cand& oc = s.cands[plan.oracleCand[st][si]];
@@ -256,6 +273,10 @@ StepsOut playSteps(const StepsIn& in) {
           ev.network = inst.layout.nNodes > 1;
           ev.bytes = s.bytes;
           ev.stopNs = kBaseNs + static_cast<uint64_t>(end * 1000.0);
+          const double spanStartUs = std::max(0.0, end - lastWwTime[si] * nd.multiplier);
+          ev.spanStartNs = kBaseNs + static_cast<uint64_t>(spanStartUs * 1000.0);
+          ev.channelFrac = lastWwFrac[si].data();
+          ev.fracCount = static_cast<int>(lastWwFrac[si].size());
           for (int k : in.owners->members[me][s.instance]) {
             const Pick& pk = picks[j][k].ok ? picks[j][k] : ww;
             ev.algo = pk.algo;

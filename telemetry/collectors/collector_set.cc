@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "telemetry/collectors/cupti_collector.h"
 #include "telemetry/collectors/ib_collector.h"
 #include "telemetry/collectors/netdev_collector.h"
@@ -63,6 +65,7 @@ std::unique_ptr<CollectorSet> CollectorSet::create(const CollectorConfig& cfg, L
     } else {
       auto cu = std::make_unique<CuptiCollector>();
       bool ok = cu->start(cfg.cuptiLibrary);
+      if (ok && cfg.launches) cu->attachLaunches(cfg.launches, set->log_);
       add("cupti", ok, cu->reason());
       if (ok) set->cupti_ = std::move(cu);
     }
@@ -137,6 +140,10 @@ std::vector<CuptiKernel> CollectorSet::takeCuptiKernels() {
 }
 
 CuptiStats CollectorSet::cuptiStats() const { return cupti_ ? cupti_->stats() : CuptiStats{}; }
+
+bool CollectorSet::cuptiAttributes() const { return cupti_ && cupti_->attributing(); }
+
+nlohmann::json CollectorSet::cuptiReport() const { return cupti_ ? cupti_->report() : nlohmann::json(nullptr); }
 
 void CollectorSet::addTcpSocket(int fd, const std::string& label) {
   if (tcp_) tcp_->addSocket(fd, label);

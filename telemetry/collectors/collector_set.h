@@ -15,6 +15,10 @@
 #include "telemetry/collectors/cupti_collector.h"
 #include "telemetry/collectors/link_health.h"
 
+namespace wirewise {
+class LaunchRing;
+}
+
 namespace wirewise::collectors {
 
 class IbCollector;
@@ -34,6 +38,7 @@ struct CollectorConfig {
   bool nvmlPcieThroughput = false;      // nvmlDeviceGetPcieThroughput blocks ~20 ms per call
   bool cupti = false;                   // opt-in (WIREWISE_CUPTI=1): CUPTI admits one client per process
   std::string cuptiLibrary = "libcupti.so.13";
+  wirewise::LaunchRing* launches = nullptr;  // NCCL's KernelLaunch events: CUPTI kernels are matched to comms
   double smoothingSeconds = 2.0;        // EWMA time constant of the rate estimates
   uint32_t periodMs = 1000;             // advice for the sampler thread; sample() takes its own time
   uint32_t rediscoverEveryPasses = 60;  // rescan sysfs for new/removed ports (0 = never)
@@ -61,6 +66,10 @@ class CollectorSet {
   // CUPTI (when enabled and available): NCCL kernels seen since the last call, and running totals.
   std::vector<CuptiKernel> takeCuptiKernels();
   CuptiStats cuptiStats() const;
+  // True when CUPTI runs and drains cfg.launches (the profiler should then ask NCCL for KernelLaunch).
+  bool cuptiAttributes() const;
+  // The "cupti_kernels" adaptation-log event (cumulative), or null (CUPTI off, or nothing seen yet).
+  nlohmann::json cuptiReport() const;
 
   // Thread-safe; the socket is followed until removed. Remove it before closing the fd: a reused fd
   // number would otherwise be read as the same link.

@@ -1,6 +1,9 @@
 #include "telemetry/collectors/link_health.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
 
 namespace wirewise::collectors {
 
@@ -12,6 +15,7 @@ const char* linkKindName(LinkKind k) {
     case LinkKind::kTcp: return "tcp";
     case LinkKind::kNvlink: return "nvlink";
     case LinkKind::kPcie: return "pcie";
+    case LinkKind::kRail: return "rail";
   }
   return "unknown";
 }
@@ -28,6 +32,7 @@ const char* linkStateName(LinkState s) {
 LinkState classify(const LinkHealth& l) {
   if (!l.present || !l.up) return LinkState::kDown;
   if (l.errorsPerSec > 0 || l.lossPerSec > 0 || l.congested) return LinkState::kDegraded;
+  if (l.kind == LinkKind::kRail && !l.reason.empty()) return LinkState::kDegraded;
   if (l.nominalBps > 0 && l.bestNominalBps > 0 && l.nominalBps < 0.99 * l.bestNominalBps) return LinkState::kDegraded;
   return LinkState::kUp;
 }
@@ -95,6 +100,15 @@ nlohmann::json toJson(const LinkHealth& l) {
     j["min_rtt_us"] = l.minRttUs;
     j["delivery_gbps"] = l.deliveryBps / 1e9;
   }
+  if (l.kind == LinkKind::kRail) {
+    j["rate_gbps"] = l.deliveryBps / 1e9;  // the scheduler's measured rate, summed over connections
+    j["share"] = l.share;
+    j["rate_ratio"] = l.rateRatio;
+    j["rtt_us"] = l.rttUs;
+    j["baseline_rtt_us"] = l.baselineRttUs;
+    j["connections"] = l.connections;
+    if (!l.reason.empty()) j["reason"] = l.reason;
+  }
   return j;
 }
 
@@ -107,6 +121,194 @@ nlohmann::json toJson(const LinkHealthSnapshot& s) {
   }
   return {{"event", "link_health"}, {"time_ns", s.timeNs}, {"passes", s.passes}, {"links", links},
           {"sources", sources}};
+}
+
+// ---- rails ----
+
+namespace {
+
+constexpr double kSegmentBytes = 1448;  // Ethernet MSS: delivered bytes -> segments, for the retransmission share
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string fmtUs(double us) {
+  char buf[32];
+  if (us >= 1000)
+    std::snprintf(buf, sizeof buf, "%.1f ms", us / 1000);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f µs", us);
+  return buf;
+}
+
+std::string fmtPct(double f) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f%%", f * 100);
+  return buf;
+}
+
+void append(std::string* s, const std::string& part) { *s += (s->empty() ? "" : "; ") + part; }
+
+}  // namespace
+
+std::vector<LinkHealth> RailTracker::update(const std::vector<RailReading>& in, int64_t nowNs) {
+  const double dt = lastNs_ > 0 && nowNs > lastNs_ ? static_cast<double>(nowNs - lastNs_) / 1e9 : 0;
+  lastNs_ = nowNs;
+  std::map<uint64_t, std::vector<const RailReading*>> byConn;
+  for (const RailReading& r : in)
+    if (r.rail >= 0 && r.rail < 64) byConn[r.conn].push_back(&r);
+
+  struct Acc {
+    int conns = 0, upConns = 0;
+    double shareSum = 0, rateSum = 0, minRtt = 0, minRatio = 1;
+    uint64_t bytesDelta = 0, retransDelta = 0;
+  };
+  std::map<std::string, Acc> acc;  // by label
+  std::vector<uint64_t> shifted;
+  for (auto& [id, rails] : byConn) {
+    auto [it, fresh] = conns_.try_emplace(id);
+    Conn& c = it->second;
+    if (fresh && !rails.empty()) c.lastResent = rails.front()->resentChunks;
+    // The peer rule compares rails of one comm: they share the same traffic, so their measured rates
+    // are comparable. Only up rails that delivered something have a measured rate.
+    std::vector<const RailReading*> measured;
+    for (const RailReading* r : rails)
+      if (r->up && r->bytesDelivered > 0 && r->rateBps > 0) measured.push_back(r);
+    bool shift = false;
+    for (const RailReading* r : rails) {
+      if (static_cast<size_t>(r->rail) >= c.rails.size()) c.rails.resize(static_cast<size_t>(r->rail) + 1);
+      RailMemo& m = c.rails[static_cast<size_t>(r->rail)];
+      const bool known = !fresh && !m.label.empty();
+      Acc& a = acc[r->label];
+      ++a.conns;
+      a.upConns += r->up ? 1 : 0;
+      a.shareSum += r->share;
+      a.rateSum += r->up ? r->rateBps : 0;
+      if (known) {
+        const uint64_t db = r->bytesDelivered >= m.bytes ? r->bytesDelivered - m.bytes : 0;
+        const uint64_t dr = r->retransmits >= m.retransmits ? r->retransmits - m.retransmits : 0;
+        a.bytesDelta += db;
+        a.retransDelta += dr;
+        // RTT only from passes in which the rail carried data: an idle stream's RTT is stale.
+        if (db > 0 && r->rttUs > 0) a.minRtt = a.minRtt > 0 ? std::min<double>(a.minRtt, r->rttUs) : r->rttUs;
+        if (std::fabs(r->share - m.loggedShare) >= rules_.shiftPoints - 1e-9 || r->up != m.loggedUp) shift = true;
+      } else {
+        m.loggedShare = r->share;
+        m.loggedUp = r->up;
+      }
+      m.label = r->label;
+      m.bytes = r->bytesDelivered;
+      m.retransmits = r->retransmits;
+      if (r->up && r->bytesDelivered > 0 && r->rateBps > 0 && measured.size() >= 2) {
+        std::vector<double> peers;
+        for (const RailReading* o : measured)
+          if (o != r) peers.push_back(o->rateBps);
+        const double med = median(peers);
+        if (med > 0) a.minRatio = std::min(a.minRatio, r->rateBps / med);
+      }
+    }
+    if (shift) shifted.push_back(id);
+  }
+  for (auto it = conns_.begin(); it != conns_.end();) it = byConn.count(it->first) ? std::next(it) : conns_.erase(it);
+
+  std::vector<LinkHealth> out;
+  for (auto& [label, a] : acc) {
+    Label& L = labels_[label];
+    LinkHealth& l = L.link;
+    l.kind = LinkKind::kRail;
+    l.id = "rail:" + label;
+    l.present = true;
+    l.up = a.upConns > 0;
+    l.connections = a.conns;
+    l.share = a.shareSum / a.conns;
+    l.deliveryBps = a.rateSum;
+    l.rateValid = dt > 0;
+    l.txBps = dt > 0 ? static_cast<double>(a.bytesDelta) / dt : 0;
+    l.rateRatio = std::min(1.0, a.minRatio);
+    if (a.minRtt > 0) {
+      L.busyRtts.push_back(a.minRtt);
+      while (L.busyRtts.size() > std::max<size_t>(1, rules_.baselineWindow)) L.busyRtts.pop_front();
+      L.lastRttUs = a.minRtt;
+    }
+    l.rttUs = L.lastRttUs;
+    l.baselineRttUs = L.busyRtts.size() >= rules_.baselineMinSamples
+                          ? *std::min_element(L.busyRtts.begin(), L.busyRtts.end())
+                          : 0;
+    l.congestionUnit = "retrans_segs/s";
+    l.congestionPerSec = dt > 0 ? static_cast<double>(a.retransDelta) / dt : 0;
+    const double segments = std::max(1.0, static_cast<double>(a.bytesDelta) / kSegmentBytes);
+    const double retransShare = static_cast<double>(a.retransDelta) / segments;
+    l.congested = a.retransDelta >= rules_.retransMinSegments && retransShare >= rules_.retransFraction;
+    l.reason.clear();
+    if (!l.up) {
+      append(&l.reason, a.conns == 1 ? "down" : "down in all " + std::to_string(a.conns) + " connections");
+    } else {
+      if (a.upConns < a.conns)
+        append(&l.reason, "down in " + std::to_string(a.conns - a.upConns) + " of " + std::to_string(a.conns) +
+                              " connections");
+      if (a.minRatio < rules_.slowRatio)
+        append(&l.reason, "measured rate " + fmtPct(a.minRatio) + " of its peer rails' median");
+      if (l.baselineRttUs > 0 && l.rttUs >= rules_.rttFactor * l.baselineRttUs &&
+          l.rttUs - l.baselineRttUs >= rules_.rttMinRiseUs) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "network latency rose from %s to %s (%.0fx)", fmtUs(l.baselineRttUs).c_str(),
+                      fmtUs(l.rttUs).c_str(), l.rttUs / l.baselineRttUs);
+        append(&l.reason, buf);
+      }
+      if (l.congested)
+        append(&l.reason, std::to_string(a.retransDelta) + " segments retransmitted (" + fmtPct(retransShare) +
+                              " of those delivered)");
+    }
+    refreshState(l, nowNs);
+    out.push_back(l);
+  }
+
+  for (uint64_t id : shifted) {
+    Conn& c = conns_.at(id);
+    const std::vector<const RailReading*>& rails = byConn.at(id);
+    nlohmann::json jr = nlohmann::json::array();
+    std::string reason;
+    uint64_t resent = 0;
+    std::string peer;
+    for (const RailReading* r : rails) {
+      RailMemo& m = c.rails[static_cast<size_t>(r->rail)];
+      const Label& L = labels_.at(r->label);
+      jr.push_back({{"rail", r->rail},
+                    {"label", r->label},
+                    {"before", std::round(m.loggedShare * 1000) / 1000},
+                    {"after", std::round(r->share * 1000) / 1000},
+                    {"was_up", m.loggedUp},
+                    {"up", r->up},
+                    {"rate_gbps", r->rateBps / 1e9},
+                    {"rtt_us", r->rttUs},
+                    {"baseline_rtt_us", L.link.baselineRttUs},
+                    {"retransmits", r->retransmits},
+                    {"state", linkStateName(L.link.state)}});
+      if (m.loggedUp != r->up) {
+        append(&reason, r->label + (r->up ? " came back" : " died"));
+      } else if (std::fabs(r->share - m.loggedShare) >= rules_.shiftPoints - 1e-9) {
+        append(&reason, r->label + " " + fmtPct(m.loggedShare) + " -> " + fmtPct(r->share));
+      }
+      if (!L.link.reason.empty() && L.link.state == LinkState::kDegraded) reason += " (" + L.link.reason + ")";
+      m.loggedShare = r->share;
+      m.loggedUp = r->up;
+      resent = r->resentChunks;
+      peer = r->peer;
+    }
+    shifts_.push_back({{"event", "rail_shift"},
+                       {"conn", id},
+                       {"peer", peer},
+                       {"time_ns", nowNs},
+                       {"rails", jr},
+                       {"resent_chunks", resent},
+                       {"resent_since_last", resent >= c.lastResent ? resent - c.lastResent : 0},
+                       {"reason", reason}});
+    c.lastResent = resent;
+  }
+  return out;
 }
 
 }  // namespace wirewise::collectors

@@ -15,6 +15,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "adaptive/buckets.h"
@@ -141,6 +142,10 @@ class FakeCluster {
   std::function<std::vector<LinkNote>(uint64_t)> linksAt;
   // Member 101's NCCL disables these (a rank of another kind); unset: it reports no cost tables.
   std::vector<std::pair<int, int>> disabledOnSecond;
+  // The profiler's slow-channel summary (mask, ratio x 256) of collective g of traffic t run with c under
+  // verdict v, as the member that measured the bare transfer reports it (the other's is diluted by its
+  // wait: none). Unset: no summaries, as with a profiler whose channel times are coarse.
+  std::function<std::pair<uint64_t, uint16_t>(uint64_t v, size_t t, Choice c, uint64_t g)> slowAt;
 
  private:
   // The members' reports of verdict v's interval: two members, the late one (it alternates) measures the
@@ -179,6 +184,10 @@ class FakeCluster {
         m[member].samples.push_back({g + 1, t.bytes, ns, static_cast<int8_t>(kAR), mc.algo, mc.proto, mc.nChannels});
       };
       report(late, bare);
+      if (slowAt) {
+        Sample& s = m[late].samples.back();
+        std::tie(s.slowChannels, s.slowRatioQ8) = slowAt(v.index, ti, c, g);
+      }
       report(1 - late, waited);
       if (c1 != c) {  // the policy drops it
         ++mixed;
@@ -890,6 +899,28 @@ TEST(CommPolicy, ANewUnhealthyLinkRaisesSuspicionAtOnce) {
   for (const json& e : plain.adapt()) EXPECT_TRUE(e["links"].empty());
 }
 
+// A rail of the net plugin whose RTT rose is named with both latencies in the alarm's explanation; a
+// note whose RTT stayed under twice its baseline says nothing about latency.
+TEST(CommPolicy, TheExplanationNamesNetworkLatencyWhenARailsRttRose) {
+  MildSlowdown truth;
+  Sim linked({trafficA()}, truth);
+  LinkNote rail{"nodeB/rail:eth1", 1, 0.5f, 0.0f};
+  rail.rttUs = 2000.0f;
+  rail.baselineRttUs = 40.0f;
+  LinkNote calm{"nodeA/rail:eth0", 1, 0.2f, 0.0f};
+  calm.rttUs = 70.0f;
+  calm.baselineRttUs = 40.0f;
+  linked.cluster.linksAt = [&](uint64_t v) {
+    return v >= truth.faultAt ? std::vector<LinkNote>{rail, calm} : std::vector<LinkNote>{};
+  };
+  linked.until(120);
+  auto alarms = linked.adapt("alarm", truth.faultAt);
+  ASSERT_FALSE(alarms.empty());
+  ASSERT_EQ(alarms[0]["links"].size(), 2u) << alarms[0].dump();
+  EXPECT_EQ(alarms[0]["links"][0], "nodeA/rail:eth0 degraded, 20% of its speed");
+  EXPECT_EQ(alarms[0]["links"][1], "nodeB/rail:eth1 degraded, 50% of its speed, network latency rose from 40 µs to 2.0 ms");
+}
+
 TEST(CommPolicy, AKnownUnhealthyLinkDoesNotLowerTheBarForever) {
   // A link unhealthy from the start (and staying so) is no news: noise alone must not alarm.
   ScenarioA truth;
@@ -897,6 +928,125 @@ TEST(CommPolicy, AKnownUnhealthyLinkDoesNotLowerTheBarForever) {
   s.cluster.linksAt = [](uint64_t) { return std::vector<LinkNote>{{"nodeA/eth1", 2, 1.0f, 3.0f}}; };
   s.until(400);
   EXPECT_TRUE(s.adapt("alarm").empty());
+}
+
+
+// ---- (7) slow channels rank the channel search ----
+
+// One 16 MiB allreduce that NCCL runs as ring/simple/16 (the only pair within 2x). Channel c uses NIC
+// c mod 8 (rail-aligned); a channel takes 40 us plus 60 x 16/c us of transfer. From verdict faultAt NIC 7
+// runs at a quarter of its speed, shared by the channels that use it (7 and 15): their transfer takes
+// 60 x 16/c x 2 x (channels on NIC 7) us. The slowest channel sets the time: 280 us at 16 channels,
+// 168 at 15 (channel 7 alone on NIC 7), 177 at 7 (NIC 7 unused).
+struct NicScenario {
+  uint64_t faultAt = UINT64_MAX;
+  std::vector<double> channels(uint64_t v, Choice c) const {
+    const int n = std::max<int>(1, c.nChannels);
+    const int onNic7 = (n > 7) + (n > 15);
+    std::vector<double> t(static_cast<size_t>(n), 40 + 60.0 * 16 / n);
+    if (v >= faultAt)
+      for (int i = 7; i < n; i += 8) t[static_cast<size_t>(i)] = 40 + 60.0 * 16 / n * 2 * onNic7;
+    return t;
+  }
+  double operator()(uint64_t v, size_t, Choice c) const {
+    if (pairOf(c) != std::pair{kAlgoRing, kProtoSimple}) return 1000;
+    auto t = channels(v, c);
+    return *std::max_element(t.begin(), t.end());
+  }
+  // What the profiler's sink reports: channels above 1.2x the lower median, slowest / median x 256.
+  std::pair<uint64_t, uint16_t> summary(uint64_t v, Choice c) const {
+    auto t = channels(v, c);
+    auto sorted = t;
+    std::sort(sorted.begin(), sorted.end());
+    const double med = sorted[(sorted.size() - 1) / 2];
+    uint64_t mask = 0;
+    for (size_t i = 0; i < t.size(); ++i)
+      if (t[i] > 1.2 * med) mask |= uint64_t{1} << i;
+    if (mask == 0) return {0, 0};
+    return {mask, static_cast<uint16_t>(std::lround(256 * sorted.back() / med))};
+  }
+};
+
+Traffic trafficNic() {
+  Traffic t;
+  t.bytes = 16 * kMiB;
+  t.nccl = ch(kAlgoRing, kProtoSimple, kNcclChannels);
+  t.costs = {{{kAlgoRing, kProtoSimple}, 100}, {{kAlgoRing, kProtoLL128}, 400}};
+  return t;
+}
+
+struct NicRun {
+  NicScenario truth;
+  std::unique_ptr<Sim> sim;
+  explicit NicRun(bool evidence, bool noisyOnly = false) {
+    truth.faultAt = 40;
+    sim = std::make_unique<Sim>(std::vector<Traffic>{trafficNic()}, truth);
+    NicScenario tr = truth;
+    if (evidence)
+      sim->cluster.slowAt = [tr](uint64_t v, size_t, Choice c, uint64_t) { return tr.summary(v, c); };
+    if (noisyOnly)  // one collective in 16 names a random channel: noise, never a channel that is slow
+      sim->cluster.slowAt = [](uint64_t, size_t, Choice c, uint64_t g) -> std::pair<uint64_t, uint16_t> {
+        if (g % 16 != 3 || c.nChannels == 0) return {0, 0};
+        return {uint64_t{1} << (mix(g) % c.nChannels), 400};
+      };
+    sim->until(140);
+  }
+  // The channel counts probed from the fault on, in order.
+  std::vector<int> probedChannels() const {
+    std::vector<int> out;
+    for (uint64_t v = truth.faultAt; v < sim->cluster.history.size(); ++v)
+      for (const ProbeRange& p : sim->cluster.history[v].step.probes) out.push_back(p.rule.decision.nChannels);
+    return out;
+  }
+  std::vector<json> commits() const {
+    std::vector<json> out;
+    for (const json& e : sim->adapt("", truth.faultAt))
+      if (e["kind"] == "commit" && !e.value("provisional", false)) out.push_back(e);
+    return out;
+  }
+};
+
+std::string joined(const std::vector<int>& v) {
+  std::string s;
+  for (int c : v) s += (s.empty() ? "" : " ") + std::to_string(c);
+  return s;
+}
+
+TEST(CommPolicy, SlowChannelsRankTheChannelSearch) {
+  NicRun with(true), without(false);
+  const Choice best = fastest(with.sim->cluster, 0, with.truth.faultAt);
+  ASSERT_EQ(best, ch(kAlgoRing, kProtoSimple, 15));  // the premise: the sawtooth's lowest tooth
+  const std::vector<int> ranked = with.probedChannels(), grid = without.probedChannels();
+  std::printf("channel probes after the fault: with slow-channel evidence [%s], without [%s]\n",
+              joined(ranked).c_str(), joined(grid).c_str());
+  // With evidence (channels 7 and 15 at 2.8x): the model's two best counts first, 15 (channel 7 alone on
+  // NIC 7: 16/15/2 = 0.53 of the 16-channel time) and 14 (0.57; 7 channels avoid NIC 7 but are predicted
+  // at 16/7/2.8 = 0.82, the healthy channels' rate being taken as fixed).
+  ASSERT_GE(ranked.size(), 2u);
+  EXPECT_EQ(ranked[0], 15);
+  EXPECT_EQ(ranked[1], 14);
+  EXPECT_LT(ranked.size(), grid.size());
+  EXPECT_EQ(*with.sim->incumbent(trafficNic().bucket()), toDecision(best));
+  auto commits = with.commits();
+  ASSERT_FALSE(commits.empty());
+  const std::string reason = commits.back()["reason"];
+  EXPECT_NE(reason.find("channels 7 and 15 ran 2.8x slower than the median; 15 channels keep only channel 7"),
+            std::string::npos)
+      << reason;
+  // Without evidence the grid (16, 12, 8) and its brackets run, as before this evidence existed.
+  ASSERT_GE(grid.size(), 2u);
+  EXPECT_EQ(grid[0], 12);
+  EXPECT_EQ(grid[1], 8);
+  // And the run with evidence spent less on exploring.
+  EXPECT_LT(with.sim->policy.exploredUs(), without.sim->policy.exploredUs());
+}
+
+TEST(CommPolicy, NoisySlowChannelSamplesChangeNothing) {
+  NicRun noisy(false, true), without(false);
+  EXPECT_EQ(noisy.probedChannels(), without.probedChannels());
+  ASSERT_EQ(noisy.sim->cluster.history.size(), without.sim->cluster.history.size());
+  for (size_t v = 0; v < noisy.sim->cluster.history.size(); ++v)
+    EXPECT_EQ(noisy.sim->cluster.history[v].step.rules, without.sim->cluster.history[v].step.rules) << v;
 }
 
 }  // namespace

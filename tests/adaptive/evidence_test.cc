@@ -195,5 +195,65 @@ TEST(Evidence, NoMembersNoObservations) {
   EXPECT_EQ(st.mixedChoices, 0u);
 }
 
+
+Sample slowSample(uint64_t seq, uint32_t ns, uint64_t mask, double ratio) {
+  Sample s = sample(seq, ns);
+  s.slowChannels = mask;
+  s.slowRatioQ8 = static_cast<uint16_t>(ratio * 256);
+  return s;
+}
+
+constexpr uint64_t kSlow7And15 = (uint64_t{1} << 7) | (uint64_t{1} << 15);
+
+TEST(Evidence, SlowChannelsNamedByMostCollectivesAreKept) {
+  // 8 collectives; the bare (faster) rank names channels 7 and 15 in 7 of them, the waiting rank never
+  // (its wait dilutes the channels' differences). The median of the naming collectives' ratios is kept.
+  std::vector<Sample> bare, waited;
+  for (uint64_t i = 0; i < 8; ++i) {
+    bare.push_back(i == 5 ? sample(i, 100'000) : slowSample(i, 100'000, kSlow7And15, 3.5 + 0.125 * i));
+    waited.push_back(sample(i, 180'000));
+  }
+  std::vector<MemberEvidence> m{member(0, bare), member(1, waited)};
+  auto obs = mergeInterval(m);
+  ASSERT_EQ(obs.size(), 1u);
+  EXPECT_EQ(obs[0].slowChannels, kSlow7And15);
+  EXPECT_DOUBLE_EQ(obs[0].slowRatio, 3.875);  // the median of 3.5, 3.625, 3.75, 3.875, 4, 4.25, 4.375
+}
+
+TEST(Evidence, TheKeptRanksSummaryIsTheOneThatCounts) {
+  // The slower rank's summary (it waited) names channel 3; the faster one's names nothing.
+  std::vector<Sample> a, b;
+  for (uint64_t i = 0; i < 8; ++i) {
+    a.push_back(sample(i, 100'000));
+    b.push_back(slowSample(i, 150'000, uint64_t{1} << 3, 2.0));
+  }
+  std::vector<MemberEvidence> m{member(0, a), member(1, b)};
+  auto obs = mergeInterval(m);
+  ASSERT_EQ(obs.size(), 1u);
+  EXPECT_EQ(obs[0].slowChannels, 0u);
+  EXPECT_EQ(obs[0].slowRatio, 0.0);
+}
+
+TEST(Evidence, ANoisyCollectiveOrTwoNameNoChannel) {
+  // One of 8 collectives names channel 3 (a noisy channel once): nothing.
+  std::vector<Sample> one;
+  for (uint64_t i = 0; i < 8; ++i) one.push_back(i == 2 ? slowSample(i, 100'000, 1u << 3, 3.0) : sample(i, 100'000));
+  auto obs = mergeInterval(std::vector<MemberEvidence>{member(0, one)});
+  ASSERT_EQ(obs.size(), 1u);
+  EXPECT_EQ(obs[0].slowChannels, 0u);
+  // Two collectives, both naming it: still below kMinSlowCollectives.
+  auto two = mergeInterval(std::vector<MemberEvidence>{
+      member(0, {slowSample(1, 100'000, 1u << 3, 3.0), slowSample(2, 100'000, 1u << 3, 3.0)})});
+  ASSERT_EQ(two.size(), 1u);
+  EXPECT_EQ(two[0].slowChannels, 0u);
+  // Five of 8 name channel 3, all 8 channel 9: only channel 9 is named by 3/4 of them.
+  std::vector<Sample> most;
+  for (uint64_t i = 0; i < 8; ++i)
+    most.push_back(slowSample(i, 100'000, (uint64_t{1} << 9) | (i < 5 ? uint64_t{1} << 3 : 0), 2.0));
+  auto obs3 = mergeInterval(std::vector<MemberEvidence>{member(0, most)});
+  ASSERT_EQ(obs3.size(), 1u);
+  EXPECT_EQ(obs3[0].slowChannels, uint64_t{1} << 9);
+}
+
 }  // namespace
 }  // namespace wirewise::adapt

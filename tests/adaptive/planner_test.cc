@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <ostream>
 #include <set>
@@ -368,6 +369,93 @@ TEST(PlannerBest, TieAtEqualChannelsPrefersLowerAlgo) {
   addObservation(e, obs(ch(kAlgoRing, kProtoSimple, 16), 100), 0);
   addObservation(e, obs(ch(kAlgoTree, kProtoLL128, 16), 100), 0);
   EXPECT_EQ(bestInEpoch(e, 0)->first, ch(kAlgoTree, kProtoLL128, 16));
+}
+
+
+// ---- slow-channel evidence: the topology-aware channel model ----
+
+uint64_t maskOf(std::initializer_list<int> ids) {
+  uint64_t m = 0;
+  for (int i : ids) m |= uint64_t{1} << i;
+  return m;
+}
+
+// Brute force over the model for a reference: the count with the least predicted time.
+int predictedBest(const ChannelEvidence& ev) {
+  int best = ev.channels;
+  for (int c = 1; c <= ev.channels; ++c)
+    if (predictChannelFactor(ev, c) < predictChannelFactor(ev, best)) best = c;
+  return best;
+}
+
+TEST(PlannerChannelModel, PeriodIsTheNicCountTheMaskShows) {
+  EXPECT_EQ(slowPeriod(maskOf({7, 15}), 16), 8);
+  EXPECT_EQ(slowPeriod(maskOf({3, 11}), 16), 8);
+  EXPECT_EQ(slowPeriod(maskOf({1, 5, 9, 13}), 16), 4);
+  EXPECT_EQ(slowPeriod(maskOf({3}), 16), 13);  // no repeat within 16: one channel on that NIC
+  EXPECT_EQ(slowPeriod(0, 16), 1);
+}
+
+TEST(PlannerChannelModel, SlowSevenAndFifteenOfSixteenAtFourTimes) {
+  const ChannelEvidence ev{maskOf({7, 15}), 4.0, 16, 0};
+  EXPECT_DOUBLE_EQ(predictChannelFactor(ev, 16), 1.0);
+  // 7 channels avoid the slow NIC: healthy channels carry 16/7 of their bytes at their own rate.
+  EXPECT_NEAR(predictChannelFactor(ev, 7), 16.0 / 7 / 4, 1e-12);
+  // 8..14 channels keep channel 7 alone on its NIC: the NIC's rate for 16/c of a channel's bytes.
+  EXPECT_NEAR(predictChannelFactor(ev, 8), 16.0 / 8 / 2, 1e-12);
+  EXPECT_NEAR(predictChannelFactor(ev, 15), 16.0 / 15 / 2, 1e-12);
+  // Avoiding the slow NIC needs at most 7 channels; fewer than 7 only carry more per channel.
+  EXPECT_GT(predictChannelFactor(ev, 6), predictChannelFactor(ev, 7));
+  // Ranked: the two counts tried first are 15 (0.53) and 7 (0.57: a tie with 14, which keeps channel 7
+  // alone on its NIC; fewer channels win ties), both far below the 16-channel time.
+  std::vector<int> r = rankChannelCounts(ev, std::log(1000.0), std::log(1000.0 * 0.97), 16, {16}, 2);
+  EXPECT_EQ(r, (std::vector<int>{15, 7}));
+  EXPECT_EQ(predictedBest(ev), 15);
+}
+
+TEST(PlannerChannelModel, WhenTheSlowNicIsOnlyOneOfManyChannelsAvoidingItWins) {
+  // One slow channel of 16 on its own NIC (no repeat): sharing cannot be relieved, only avoided.
+  const ChannelEvidence ev{maskOf({7}), 4.0, 16, 0};
+  EXPECT_EQ(predictedBest(ev), 7);
+  EXPECT_NEAR(predictChannelFactor(ev, 7), 16.0 / 7 / 4, 1e-12);
+  EXPECT_NEAR(predictChannelFactor(ev, 15), 16.0 / 15, 1e-12);
+  std::vector<int> r = rankChannelCounts(ev, std::log(1000.0), std::log(970.0), 16, {16}, 2);
+  ASSERT_FALSE(r.empty());
+  EXPECT_EQ(r.front(), 7);
+}
+
+TEST(PlannerChannelModel, TheDefaultScenariosSawtooth) {
+  // NIC 3 of 8 at a quarter, 16 channels: channels 3 and 11 share it. 11 channels leave channel 3 alone
+  // on it (16/11/2 = 0.73); 12..16 put both back.
+  const ChannelEvidence ev{maskOf({3, 11}), 3.8, 16, 0};
+  EXPECT_EQ(predictedBest(ev), 11);
+  EXPECT_NEAR(predictChannelFactor(ev, 11), 16.0 / 11 / 2, 1e-12);
+  EXPECT_NEAR(predictChannelFactor(ev, 12), 16.0 / 12, 1e-12);
+}
+
+TEST(PlannerChannelModel, RankingSkipsKnownCountsAndThoseNotPredictedToWin) {
+  const ChannelEvidence ev{maskOf({7, 15}), 4.0, 16, 0};
+  // 15 and 7 already measured: 14 (0.57) and 13 (0.62) next.
+  std::vector<int> r = rankChannelCounts(ev, std::log(1000.0), std::log(970.0), 16, {16, 15, 7}, 2);
+  EXPECT_EQ(r, (std::vector<int>{14, 13}));
+  // Something already measured at 500: nothing is predicted below 0.97 x 500.
+  EXPECT_TRUE(rankChannelCounts(ev, std::log(1000.0), std::log(485.0), 16, {16}, 2).empty());
+  // No counts above the comm's channels.
+  for (int c : rankChannelCounts(ev, std::log(1000.0), std::log(970.0), 12, {16}, 16)) EXPECT_LE(c, 12);
+}
+
+TEST(PlannerChannelModel, NoEvidenceRanksNothing) {
+  EXPECT_TRUE(rankChannelCounts(ChannelEvidence{}, std::log(1000.0), std::log(970.0), 16, {}, 2).empty());
+  EXPECT_TRUE(rankChannelCounts({0, 4.0, 16, 0}, std::log(1000.0), std::log(970.0), 16, {}, 2).empty());
+}
+
+TEST(PlannerChannelModel, Explanations) {
+  EXPECT_EQ(explainChannels({maskOf({7, 15}), 4.0, 16, 0}, 7),
+            "channels 7 and 15 ran 4.0x slower than the median; 7 channels avoid them");
+  EXPECT_EQ(explainChannels({maskOf({3, 11}), 3.84, 16, 0}, 11),
+            "channels 3 and 11 ran 3.8x slower than the median; 11 channels keep only channel 3 of them, with "
+            "fewer channels sharing its NIC");
+  EXPECT_EQ(explainChannels({maskOf({2}), 2.0, 8, 0}, 8), "channel 2 ran 2.0x slower than the median");
 }
 
 }  // namespace

@@ -254,10 +254,14 @@ TEST(Wire, OversizedLengthIsRejectedBeforeItsBodyArrives) {
 TEST(Wire, UnknownVersionAndTypeAreRejected) {
   auto h = encodeFrame(MsgType::Hello, 0, encode(Hello{}), nullptr);
   auto v = h;
-  v[4] = 2;
+  v[4] = kWireVersion + 1;
   FrameReader r1;
   r1.append(v);
   Frame f;
+  EXPECT_EQ(r1.next(&f), WireError::BadVersion);
+  v[4] = kWireVersion - 1;  // an older build's frame
+  r1 = FrameReader();
+  r1.append(v);
   EXPECT_EQ(r1.next(&f), WireError::BadVersion);
   auto t = h;
   t[5] = 77;
@@ -292,6 +296,51 @@ TEST(Wire, RandomGarbageNeverPassesAuthentication) {
     ASSERT_EQ(e, WireError::BadMac);
   }
   EXPECT_EQ(accepted, 0);
+}
+
+
+// The profiler's slow-channel summary rides in the sample's channel byte (top bit) plus 10 bytes.
+TEST(Wire, SlowChannelSummariesRoundTrip) {
+  Report r = evidenceReport(), r2;
+  r.samples[0].slowChannels = (uint64_t{1} << 3) | (uint64_t{1} << 7);  // of 11 channels
+  r.samples[0].slowRatioQ8 = 983;                                        // 3.84x
+  ASSERT_TRUE(decode(encode(r), &r2));
+  EXPECT_EQ(r2.samples, r.samples);
+  EXPECT_EQ(r2.samples[1].slowChannels, 0u);
+  auto p = encode(r);
+  EXPECT_EQ(p.size(), encode(evidenceReport()).size() + 10);
+  for (size_t n = 0; n < p.size(); ++n) EXPECT_FALSE(decode(std::span<const uint8_t>(p.data(), n), &r2)) << n;
+  // Corrupt summaries are refused: first sample's channel byte at 40 + 4 + 8 + 8 + 4 + 3, then mask, ratio.
+  constexpr size_t kCh = 67, kMask = 68, kRatio = 76;
+  ASSERT_EQ(p[kCh], 11 | kSlowSummaryFlag);
+  auto bad = p;
+  for (size_t i = kMask; i < kMask + 8; ++i) bad[i] = 0;  // flagged, but no channel named
+  EXPECT_FALSE(decode(bad, &r2));
+  bad = p;
+  bad[kMask + 1] = 0x08;  // channel 11 of 11 channels
+  EXPECT_FALSE(decode(bad, &r2));
+  bad = p;
+  bad[kRatio] = 0xff, bad[kRatio + 1] = 0;  // slowest below the median
+  EXPECT_FALSE(decode(bad, &r2));
+  // The encoder leaves out a summary decode would refuse, not the report.
+  Report odd = evidenceReport();
+  odd.samples[0].slowChannels = uint64_t{1} << 40;  // of 11 channels
+  odd.samples[0].slowRatioQ8 = 600;
+  ASSERT_TRUE(decode(encode(odd), &r2));
+  EXPECT_EQ(r2.samples[0].slowChannels, 0u);
+  EXPECT_EQ(r2.samples[0].slowRatioQ8, 0u);
+  // A full report with a summary on every sample: only the first kMaxReportSlowSamples keep theirs, and
+  // the frame stays within the limit.
+  Report big = r;
+  big.samples.assign(kMaxReportSamples, r.samples[0]);
+  ASSERT_TRUE(decode(encode(big), &r2));
+  size_t summarised = 0;
+  for (const adapt::Sample& s : r2.samples) summarised += s.slowChannels != 0;
+  EXPECT_EQ(summarised, kMaxReportSlowSamples);
+  EXPECT_EQ(r2.samples.front(), r.samples[0]);
+  EXPECT_EQ(r2.samples.back().slowChannels, 0u);
+  const std::vector<std::vector<uint8_t>> one{encode(big)};
+  EXPECT_LE(encodeFrame(MsgType::Reports, 1, packReports(one)[0], nullptr).size() + kMacBytes, 4 + kMaxFrameBytes);
 }
 
 }  // namespace

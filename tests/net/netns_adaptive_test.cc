@@ -4,6 +4,8 @@
 //    against the rails' combined capacity, and how long after the change it is back at its new level.
 //  * Rail 1 set down (`ip link set down`) mid-transfer: every byte still arrives, once.
 //  * Both rails set down: both ends report an error within seconds; nothing hangs.
+//  * Rail 1 set down until the sender declared it dead, then up again: the sender reopens its stream and
+//    rail 1 carries bytes again; every byte of every message verified.
 // Root only (network namespaces); skipped otherwise.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -24,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include "net/comm.h"
 #include "net/transport.h"
 #include "tests/net/traffic.h"
 #include "tests/net/transport_util.h"
@@ -103,9 +106,9 @@ class Netns : public ::testing::Test {
       auto start = Clock::now();
       while (rc == nullptr && Clock::now() - start < std::chrono::seconds(20))
         if (accept(lc, &rc) != Status::kOk) break;
+      closeListen(lc);  // as NCCL does right after accept: reopening must not need it
       recvFn(rc);
       if (rc != nullptr) closeRecv(rc);
-      closeListen(lc);
     });
     std::thread sender([&] {
       std::vector<char> h = handleReady.get();
@@ -124,31 +127,54 @@ class Netns : public ::testing::Test {
 
  public:
   void runFns(std::function<void(void*)> sendFn, std::function<void(void*)> recvFn) { run(sendFn, recvFn); }
+  void shapeRail(int i, const char* verb, int mbit) { shape(i, verb, mbit); }
   void linkDown(int i) { ASSERT_TRUE(sh("ip -n " + a_ + " link set " + x_(i) + " down")); }
+  void linkUp(int i) { ASSERT_TRUE(sh("ip -n " + a_ + " link set " + x_(i) + " up")); }
 
  protected:
   std::string tag_, a_, b_;
   int nsA_ = -1, nsB_ = -1;
 };
 
-TEST_F(Netns, GoodputFollowsARailShapedToTenPercentMidRun) {
+// Every word of message i differs from every other word of every message in flight: the receiver checks
+// each byte at a fraction of a byte-wise fill's cost.
+uint64_t word(int message, size_t w) {
+  return (static_cast<uint64_t>(message) + 1) * 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(w) * 0xbf58476d1ce4e5b9ull);
+}
+
+struct ShapedResult {
+  std::string sendError, recvError;
+  size_t messages = 0;
+  double before = 0, after = 0;   // goodput (bytes/s) over the 2 s before and from 1 s after the change on
+  double dip = 0;                 // goodput over the first 250 ms after the change, bytes/s
+  double stall = 0;               // longest time without an arrival in the first second after the change
+  double rebalance = -1, shareShiftAt = -1, shareBefore = -1;
+  uint64_t resent = 0, hedged = 0;
+  std::string per250;
+};
+
+// Both rails shaped to 200 Mbit/s, rail 1 changed to 20 Mbit/s 3 s into a stream of 512 KiB messages (16
+// in flight, 64 KiB chunks), every byte verified; hedgeFactor as TransportConfig's.
+ShapedResult shapedRun(Netns* f, double hedgeFactor) {
   constexpr int kRateMbit = 200;  // per rail; rail 1 then drops to 20
   TransportConfig config;
   config.chunkBytes = 64 << 10;
+  config.hedgeFactor = hedgeFactor;
   setConfig(config);
-  shape(0, "add", kRateMbit);
-  shape(1, "add", kRateMbit);
+  f->shapeRail(0, "add", kRateMbit);
+  f->shapeRail(1, "add", kRateMbit);
   constexpr size_t kMsg = 512 << 10;
+  constexpr size_t kWords = kMsg / 8;
   constexpr int kWindow = 16;
+  ShapedResult res;
   std::atomic<bool> stop{false}, connected{false};
   std::atomic<int> sent{-1};
   std::vector<std::pair<double, size_t>> arrivals;  // (seconds since start, bytes)
   arrivals.reserve(1 << 16);
   std::atomic<void*> sendComm{nullptr};
-  std::string sendError, recvError;
   const auto t00 = Clock::now();
   auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - t00).count(); };
-  double changeAt = 0.0, shareShiftAt = -1.0, shareBefore = -1.0;
+  double changeAt = 0.0;
 
   std::thread control([&] {
     while (!connected.load() && since(Clock::now()) < 30) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -156,49 +182,51 @@ TEST_F(Netns, GoodputFollowsARailShapedToTenPercentMidRun) {
     {
       CommTelemetry t;
       void* sc = sendComm.load();
-      if (sc != nullptr && sendTelemetry(sc, &t)) shareBefore = t.rail[1].share;
+      if (sc != nullptr && sendTelemetry(sc, &t)) res.shareBefore = t.rail[1].share;
     }
-    shape(1, "change", kRateMbit / 10);
+    f->shapeRail(1, "change", kRateMbit / 10);
     changeAt = since(Clock::now());
     // The scheduler's own view, through the read-only telemetry (another thread, as the runtime would).
     while (since(Clock::now()) < changeAt + 5.0) {
       CommTelemetry t;
       void* sc = sendComm.load();
-      if (shareShiftAt < 0 && sc != nullptr && sendTelemetry(sc, &t) && t.rail[1].share < 0.2)
-        shareShiftAt = since(Clock::now()) - changeAt;
+      if (res.shareShiftAt < 0 && sc != nullptr && sendTelemetry(sc, &t) && t.rail[1].share < 0.2)
+        res.shareShiftAt = since(Clock::now()) - changeAt;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     stop = true;
   });
-  run(
+  f->runFns(
       [&](void* sc) {
-        if (sc == nullptr) return void(sendError = "connect");
+        if (sc == nullptr) return void(res.sendError = "connect");
         sendComm = sc;
         connected = true;
-        std::vector<std::vector<uint64_t>> bufs(kWindow, std::vector<uint64_t>(kMsg / 8));
+        std::vector<std::vector<uint64_t>> bufs(kWindow, std::vector<uint64_t>(kWords));
         std::vector<void*> reqs(kWindow, nullptr);
         int i = 0;
         for (; !stop.load(); ++i) {
           void*& slot = reqs[i % kWindow];
-          if (slot != nullptr && waitDone(slot, nullptr) != Status::kOk) return void(sendError = "send test");
+          if (slot != nullptr && waitDone(slot, nullptr) != Status::kOk) return void(res.sendError = "send test");
           auto& b = bufs[i % kWindow];
-          b.front() = b.back() = static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull;
+          for (size_t w = 0; w < kWords; ++w) b[w] = word(i, w);
           slot = nullptr;
           while (slot == nullptr)
-            if (isend(sc, b.data(), kMsg, 0, &slot) != Status::kOk) return void(sendError = "isend");
+            if (isend(sc, b.data(), kMsg, 0, &slot) != Status::kOk) return void(res.sendError = "isend");
         }
         sent = i;
         for (void* r : reqs)
-          if (r != nullptr && waitDone(r, nullptr) != Status::kOk) return void(sendError = "final send test");
+          if (r != nullptr && waitDone(r, nullptr) != Status::kOk) return void(res.sendError = "final send test");
         CommTelemetry t;
         sendTelemetry(sc, &t);
+        res.resent = t.resentChunks;
+        res.hedged = t.hedgedChunks;
         std::printf("[netns shaped] rail rates now %.1f / %.1f MB/s, shares %.2f / %.2f\n",
                     t.rail[0].rateBytesPerS / 1e6, t.rail[1].rateBytesPerS / 1e6, t.rail[0].share, t.rail[1].share);
         sendComm = nullptr;
       },
       [&](void* rc) {
-        if (rc == nullptr) return void(recvError = "accept");
-        std::vector<std::vector<uint64_t>> bufs(kWindow, std::vector<uint64_t>(kMsg / 8));
+        if (rc == nullptr) return void(res.recvError = "accept");
+        std::vector<std::vector<uint64_t>> bufs(kWindow, std::vector<uint64_t>(kWords));
         std::vector<void*> reqs(kWindow, nullptr);
         int posted = 0;
         for (int i = 0; sent.load() < 0 || i < sent.load(); ++i) {
@@ -206,20 +234,23 @@ TEST_F(Netns, GoodputFollowsARailShapedToTenPercentMidRun) {
             void* data[1] = {bufs[posted % kWindow].data()};
             size_t sizes[1] = {kMsg};
             int tags[1] = {0};
-            if (irecv(rc, 1, data, sizes, tags, &reqs[posted % kWindow]) != Status::kOk) return void(recvError = "irecv");
+            if (irecv(rc, 1, data, sizes, tags, &reqs[posted % kWindow]) != Status::kOk)
+              return void(res.recvError = "irecv");
             ++posted;
           }
-          if (waitDone(reqs[i % kWindow], nullptr) != Status::kOk) return void(recvError = "recv test");
-          const auto& b = bufs[i % kWindow];
-          uint64_t want = static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull;
-          if (b.front() != want || b.back() != want) return void(recvError = "message " + std::to_string(i));
+          int size = -1;
+          if (waitDone(reqs[i % kWindow], &size) != Status::kOk) return void(res.recvError = "recv test");
           arrivals.emplace_back(since(Clock::now()), kMsg);
+          auto& b = bufs[i % kWindow];
+          if (size != static_cast<int>(kMsg)) return void(res.recvError = "message " + std::to_string(i) + " size");
+          for (size_t w = 0; w < kWords; ++w)
+            if (b[w] != word(i, w)) return void(res.recvError = "message " + std::to_string(i) + " word " + std::to_string(w));
+          std::fill(b.begin(), b.end(), 0);  // a message that skipped a chunk cannot pass on stale bytes
         }
       });
   control.join();
-  ASSERT_EQ(sendError, "");
-  ASSERT_EQ(recvError, "");
-  ASSERT_GT(arrivals.size(), 10u);
+  res.messages = arrivals.size();
+  if (arrivals.size() <= 10) return res;
   auto bytesBetween = [&](double from, double to) {
     size_t sum = 0;
     for (auto& [t, b] : arrivals)
@@ -227,41 +258,84 @@ TEST_F(Netns, GoodputFollowsARailShapedToTenPercentMidRun) {
     return static_cast<double>(sum);
   };
   const double end = arrivals.back().first;
-  const double rate = kRateMbit * 1e6 / 8;  // bytes/s on the wire per unshaped rail
-  const double before = bytesBetween(changeAt - 2.0, changeAt) / 2.0;
-  const double after = bytesBetween(changeAt + 1.0, end) / (end - changeAt - 1.0);
+  res.before = bytesBetween(changeAt - 2.0, changeAt) / 2.0;
+  res.after = bytesBetween(changeAt + 1.0, end) / (end - changeAt - 1.0);
+  res.dip = bytesBetween(changeAt, changeAt + 0.25) / 0.25;
+  double last = changeAt;
+  for (auto& [t, b] : arrivals) {
+    if (t <= changeAt || t > changeAt + 1.0) continue;
+    res.stall = std::max(res.stall, t - last);
+    last = t;
+  }
   // Re-balanced d seconds after the change: from then on, delivery never falls more than two messages
   // (1 MiB) behind 90% of the settled goodput. Measured on the cumulative bytes just before each arrival,
   // so neither a stall nor a catch-up burst after it can hide.
-  double rebalance = -1.0;
   const double slack = 2.0 * kMsg;
-  for (double d = 0.0; changeAt + d < end && rebalance < 0; d += 0.01) {
+  for (double d = 0.0; changeAt + d < end && res.rebalance < 0; d += 0.01) {
     const double from = changeAt + d;
     double got = 0.0;
     bool ok = true;
     for (auto& [t, b] : arrivals) {
       if (t <= from) continue;
-      if (got + slack < 0.9 * after * (t - from)) ok = false;  // the gap before this arrival
+      if (got + slack < 0.9 * res.after * (t - from)) ok = false;  // the gap before this arrival
       got += static_cast<double>(b);
     }
-    if (ok) rebalance = d;
+    if (ok) res.rebalance = d;
   }
-  std::printf("[netns shaped] rails %d+%d Mbit/s: %.1f MB/s (%.0f%% of 2 rails' wire rate); rail 1 to %d Mbit/s: "
-              "%.1f MB/s (%.0f%% of the %.1f MB/s combined; equal striping would give %.0f%%), delivery kept up with 90%% "
-              "of that from %.2f s after the change; scheduler share of rail 1 < 0.2 after %.3f s\n",
-              kRateMbit, kRateMbit, before / 1e6, 100 * before / (2 * rate), kRateMbit / 10, after / 1e6,
-              100 * after / (1.1 * rate), 1.1 * rate / 1e6, 100 * 0.2 / 1.1, rebalance, shareShiftAt);
-  std::printf("[netns shaped] goodput per 250 ms from 1 s before the change (MB/s):");
-  for (double t = changeAt - 1.0; t + 0.25 <= end; t += 0.25) std::printf(" %.1f", bytesBetween(t, t + 0.25) / 0.25 / 1e6);
-  std::printf("\n[netns shaped] share of rail 1 just before the change: %.2f\n", shareBefore);
+  char buf[32];
+  for (double t = changeAt - 1.0; t + 0.25 <= end; t += 0.25) {
+    std::snprintf(buf, sizeof buf, " %.1f", bytesBetween(t, t + 0.25) / 0.25 / 1e6);
+    res.per250 += buf;
+  }
+  const double rate = kRateMbit * 1e6 / 8;  // bytes/s on the wire per unshaped rail
+  std::printf("[netns shaped] hedge factor %.0f: rails %d+%d Mbit/s: %.1f MB/s (%.0f%% of 2 rails' wire rate); rail 1 "
+              "to %d Mbit/s: %.1f MB/s (%.0f%% of the %.1f MB/s combined; equal striping would give %.0f%%); first "
+              "250 ms after the change %.1f MB/s (%.0f%% of that), longest stall %.0f ms; delivery kept up with 90%% of it from %.2f s after the "
+              "change; scheduler share of rail 1 < 0.2 after %.3f s; %llu chunks resent, %llu of them hedged\n",
+              hedgeFactor, kRateMbit, kRateMbit, res.before / 1e6, 100 * res.before / (2 * rate), kRateMbit / 10,
+              res.after / 1e6, 100 * res.after / (1.1 * rate), 1.1 * rate / 1e6, 100 * 0.2 / 1.1, res.dip / 1e6,
+              100 * res.dip / res.after, res.stall * 1e3, res.rebalance, res.shareShiftAt, static_cast<unsigned long long>(res.resent),
+              static_cast<unsigned long long>(res.hedged));
+  std::printf("[netns shaped] goodput per 250 ms from 1 s before the change (MB/s):%s\n", res.per250.c_str());
+  std::printf("[netns shaped] share of rail 1 just before the change: %.2f\n", res.shareBefore);
+  return res;
+}
+
+TEST_F(Netns, GoodputFollowsARailShapedToTenPercentMidRun) {
+  ShapedResult r = shapedRun(this, TransportConfig{}.hedgeFactor);  // the default: no hedging
+  ASSERT_EQ(r.sendError, "");
+  ASSERT_EQ(r.recvError, "");
+  ASSERT_GT(r.messages, 10u);
+  const double rate = 200e6 / 8;
   // The issue asks for 90% of the combined capacity; TCP/IP headers alone cap goodput at ~95.6% of the
   // tbf wire rate (1448 of 1514 bytes a frame) and this 2-core box is shared, so the bound is 85% (far
   // above equal striping's 18%); measured here: 92-96%.
-  EXPECT_GE(after, 0.85 * 1.1 * rate);
-  EXPECT_GE(rebalance, 0.0);
-  EXPECT_LE(rebalance, 1.0);
-  EXPECT_GE(shareShiftAt, 0.0);
-  EXPECT_LE(shareShiftAt, 1.0);
+  EXPECT_GE(r.after, 0.85 * 1.1 * rate);
+  EXPECT_GE(r.rebalance, 0.0);
+  EXPECT_LE(r.rebalance, 1.0);
+  EXPECT_GE(r.shareShiftAt, 0.0);
+  EXPECT_LE(r.shareShiftAt, 1.0);
+}
+
+// Chunks already queued on a rail when it slows down hold up their messages until they drain at the new
+// rate; hedging copies them to the other rail. The same run without and with it: the first 250 ms after
+// the change must carry more with it, every byte verified in both. Hedging is off by default
+// (TransportConfig::hedgeFactor): this is what turning it on buys.
+TEST_F(Netns, HedgingShortensTheDipAfterARailSlowsDown) {
+  ShapedResult off = shapedRun(this, 0.0);
+  ASSERT_EQ(off.sendError, "");
+  ASSERT_EQ(off.recvError, "");
+  ASSERT_TRUE(sh("tc -n " + a_ + " qdisc del dev " + x_(0) + " root") && sh("tc -n " + a_ + " qdisc del dev " + x_(1) + " root"));
+  ShapedResult on = shapedRun(this, kHedgeFactorOn);
+  ASSERT_EQ(on.sendError, "");
+  ASSERT_EQ(on.recvError, "");
+  std::printf("[netns hedge] first 250 ms after the change: %.1f MB/s without hedging, %.1f MB/s with (%llu chunks "
+              "hedged); longest stall %.0f / %.0f ms; re-balanced after %.2f / %.2f s\n",
+              off.dip / 1e6, on.dip / 1e6, static_cast<unsigned long long>(on.hedged), off.stall * 1e3, on.stall * 1e3,
+              off.rebalance, on.rebalance);
+  EXPECT_EQ(off.hedged, 0u);
+  EXPECT_GT(on.hedged, 0u);
+  EXPECT_GT(on.dip, off.dip);
 }
 
 struct DownResult {
@@ -376,6 +450,128 @@ TEST_F(Netns, BothRailsSetDownIsAnErrorOnBothEndsNotAHang) {
   EXPECT_LT(r.sendErrorAfter, 10.0);
   EXPECT_LT(r.recvErrorAfter, 15.0);
   EXPECT_LT(r.received, 300);
+}
+
+// Rail 1 goes down on the sender's side mid-transfer and stays down until the sender has declared it dead
+// (and failed to reconnect for a while: no route), then comes back. The sender reopens the stream on its
+// own (backoff 250 ms doubling to 4 s) to the receive comm's own listener (the listen comm is closed right
+// after accept, as NCCL does); rail 1 must carry bytes again within 5 s, every byte of every message is
+// verified, and every wait is bounded.
+TEST_F(Netns, ARailThatComesBackIsReopenedAndCarriesBytesAgain) {
+  TransportConfig config;
+  config.chunkBytes = 64 << 10;
+  config.railTimeoutMs = 1000;
+  setConfig(config);
+  shape(0, "add", 400);
+  shape(1, "add", 400);
+  const uint64_t seed = 0xc0de;
+  auto traffic = testing::makeTraffic(seed, 20000, 1 << 20);
+  size_t maxSize = 0;
+  for (const auto& m : traffic) maxSize = std::max(maxSize, m.size);
+  constexpr int kWindow = 16;
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{-1};
+  std::atomic<void*> sendComm{nullptr};
+  std::string sendError, recvError, controlError;
+  int received = 0;
+  double deadAfter = -1, backAfter = -1, bytesAfter = -1;
+  uint64_t reopened = 0, rail1Again = 0;
+  const auto t0 = Clock::now();
+  auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
+  // Waits up to `limit` seconds for `cond` on the sender's published telemetry.
+  auto waitFor = [&](double limit, auto cond) {
+    const auto start = Clock::now();
+    while (since(Clock::now()) - since(start) < limit) {
+      CommTelemetry t;
+      void* sc = sendComm.load();
+      if (sc != nullptr && sendTelemetry(sc, &t) && cond(t)) return since(Clock::now()) - since(start);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return -1.0;
+  };
+  std::thread control([&] {
+    if (waitFor(30, [](const CommTelemetry& t) { return t.rail[1].bytesDelivered > (4u << 20); }) < 0) {
+      controlError = "rail 1 never carried 4 MiB";
+      stop = true;
+      return;
+    }
+    linkDown(1);
+    deadAfter = waitFor(10, [](const CommTelemetry& t) { return !t.rail[1].up; });
+    if (deadAfter < 0) controlError = "rail 1 not declared dead within 10 s";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // reconnects fail meanwhile: backoff grows
+    CommTelemetry before;
+    sendTelemetry(sendComm.load(), &before);
+    const uint64_t base = before.rail[1].bytesDelivered;
+    linkUp(1);
+    backAfter = waitFor(10, [](const CommTelemetry& t) { return t.rail[1].up; });
+    bytesAfter = waitFor(10, [&](const CommTelemetry& t) { return t.rail[1].bytesDelivered > base + (1u << 20); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    CommTelemetry after;
+    sendTelemetry(sendComm.load(), &after);
+    rail1Again = after.rail[1].bytesDelivered - base;
+    stop = true;
+  });
+  runFns(
+      [&](void* sc) {
+        if (sc == nullptr) return void(sendError = "connect");
+        sendComm = sc;
+        std::vector<std::vector<char>> bufs(kWindow, std::vector<char>(maxSize + 1));
+        std::vector<void*> reqs(kWindow, nullptr);
+        int i = 0;
+        for (; !stop.load() && i < static_cast<int>(traffic.size()); ++i) {
+          void*& slot = reqs[i % kWindow];
+          if (slot != nullptr)
+            if (Status s = waitDone(slot, nullptr); s != Status::kOk)
+              return void(sendError = "send test " + std::to_string(static_cast<int>(s)));
+          testing::fill(bufs[i % kWindow].data(), traffic[i].size, seed, i);
+          slot = nullptr;
+          if (isend(sc, bufs[i % kWindow].data(), traffic[i].size, traffic[i].tag, &slot) != Status::kOk || !slot)
+            return void(sendError = "isend");
+        }
+        sent = i;
+        for (void* r : reqs)
+          if (r != nullptr && waitDone(r, nullptr) != Status::kOk) return void(sendError = "final send test");
+        reopened = static_cast<SendComm*>(sc)->reopenedStreams();
+        sendComm = nullptr;
+      },
+      [&](void* rc) {
+        if (rc == nullptr) return void(recvError = "accept");
+        std::vector<std::vector<char>> bufs(kWindow, std::vector<char>(maxSize + 1));
+        std::vector<void*> reqs(kWindow, nullptr);
+        int posted = 0;
+        for (int i = 0; sent.load() < 0 || i < sent.load(); ++i) {
+          while (posted < static_cast<int>(traffic.size()) && posted < i + kWindow) {
+            void* data[1] = {bufs[posted % kWindow].data()};
+            size_t sizes[1] = {maxSize + 1};
+            int tags[1] = {traffic[posted].tag};
+            if (irecv(rc, 1, data, sizes, tags, &reqs[posted % kWindow]) != Status::kOk)
+              return void(recvError = "irecv");
+            ++posted;
+          }
+          int size = -1;
+          if (Status s = waitDone(reqs[i % kWindow], &size); s != Status::kOk)
+            return void(recvError = "recv test " + std::to_string(static_cast<int>(s)) + " at " + std::to_string(i));
+          if (static_cast<size_t>(size) != traffic[i].size ||
+              testing::firstMismatch(bufs[i % kWindow].data(), traffic[i].size, seed, i) >= 0)
+            return void(recvError = "message " + std::to_string(i) + " corrupted");
+          ++received;
+        }
+      });
+  control.join();
+  std::printf("[netns rail back] %d messages verified; rail 1 declared dead %.2f s after the link went down, up "
+              "again %.2f s after the link came back, 1 MiB more on it after %.2f s; %.1f MB on rail 1 in the "
+              "second after; %llu stream(s) reopened\n",
+              received, deadAfter, backAfter, bytesAfter, rail1Again / 1e6, static_cast<unsigned long long>(reopened));
+  EXPECT_EQ(controlError, "");
+  EXPECT_EQ(sendError, "");
+  EXPECT_EQ(recvError, "");
+  EXPECT_EQ(received, sent.load());
+  EXPECT_GT(received, 100);
+  EXPECT_GE(deadAfter, 0.0);
+  EXPECT_GE(backAfter, 0.0);
+  EXPECT_GE(bytesAfter, 0.0);
+  EXPECT_LT(bytesAfter, 5.0);
+  EXPECT_EQ(reopened, 1u);
 }
 
 }  // namespace

@@ -376,5 +376,81 @@ TEST(EventSink, FullRingDropsAndCounts) {
   expectBalanced(sink);
 }
 
+
+// ---- the slow-channel summary ----
+
+// One collective of n channels starting at 1000; channel c stops after ns[c].
+CollSample runWith(EventSink& sink, uint64_t seq, const std::vector<uint64_t>& ns) {
+  void* coll = sink.start(collEvent(seq, static_cast<uint8_t>(ns.size())));
+  EXPECT_NE(coll, nullptr);
+  sink.stop(coll);
+  for (size_t c = 0; c < ns.size(); ++c)
+    EXPECT_TRUE(runChannel(sink, coll, static_cast<uint8_t>(c), 1000, 1000 + ns[c]));
+  auto samples = drainAll(sink);
+  EXPECT_EQ(samples.size(), 1u);
+  return samples.empty() ? CollSample{} : samples[0];
+}
+
+TEST(EventSink, ChannelsOnASlowNicAreNamedWithTheirRatio) {
+  EventSink sink(1, 0, 16, 4, 16);
+  std::vector<uint64_t> ns(16, 10'000);
+  for (size_t c = 0; c < 16; ++c) ns[c] += 37 * c;  // a healthy spread of under 6%
+  ns[7] = ns[15] = 40'000;
+  CollSample s = runWith(sink, 1, ns);
+  EXPECT_EQ(s.slowChannels, (uint64_t{1} << 7) | (uint64_t{1} << 15));
+  // The lower median of the 16 (the 8th smallest) is channel 8's 10,296 ns (sorted: 0..6, 8..14, 7, 15).
+  EXPECT_EQ(s.slowRatioQ8, static_cast<uint16_t>(256.0 * 40'000 / 10'296 + 0.5));
+  EXPECT_EQ(s.durationNs, 40'000u);  // the collective's time is unchanged: max stop - min start
+  expectBalanced(sink);
+}
+
+TEST(EventSink, EvenChannelsNameNothing) {
+  EventSink sink(1, 0, 16, 4, 16);
+  std::vector<uint64_t> even(16, 10'000);
+  even[3] = 11'900;  // 1.19x: below the factor
+  CollSample s = runWith(sink, 1, even);
+  EXPECT_EQ(s.slowChannels, 0u);
+  EXPECT_EQ(s.slowRatioQ8, 0u);
+  even[3] = 12'100;  // 1.21x: above it
+  s = runWith(sink, 2, even);
+  EXPECT_EQ(s.slowChannels, uint64_t{1} << 3);
+  // One channel has no median to compare with.
+  s = runWith(sink, 3, {50'000});
+  EXPECT_EQ(s.slowChannels, 0u);
+}
+
+TEST(EventSink, OneSlowChannelOfTwoStandsOut) {
+  EventSink sink(1, 0, 2, 4, 16);
+  CollSample s = runWith(sink, 1, {10'000, 15'000});
+  EXPECT_EQ(s.slowChannels, uint64_t{1} << 1);  // the lower median: the fast one
+  EXPECT_EQ(s.slowRatioQ8, 384u);               // 1.5 x 256
+}
+
+TEST(EventSink, SummaryDoesNotLeakIntoTheSlotsNextCollective) {
+  EventSink sink(1, 0, 8, 1, 16);  // one Coll slot: every collective reuses it
+  std::vector<uint64_t> slow(8, 10'000);
+  slow[5] = 30'000;
+  EXPECT_EQ(runWith(sink, 1, slow).slowChannels, uint64_t{1} << 5);
+  // The next collective has 4 even channels: channel 5's old time must not count.
+  CollSample s = runWith(sink, 2, std::vector<uint64_t>(4, 10'000));
+  EXPECT_EQ(s.slowChannels, 0u);
+  EXPECT_EQ(s.slowRatioQ8, 0u);
+}
+
+TEST(EventSink, UntimedAndOutOfRangeChannelsAreLeftOutOfTheSummary) {
+  EventSink sink(1, 0, 8, 4, 16);
+  void* coll = sink.start(collEvent(1, 4));
+  sink.stop(coll);
+  runChannel(sink, coll, 0, 1000, 11'000);
+  runChannel(sink, coll, 1, 1000, 11'000);
+  runChannel(sink, coll, 2, 1000, 0);        // untimed: not a zero-length channel
+  runChannel(sink, coll, 70, 1000, 90'000);  // beyond 64 channels: timed, but not summarised
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].durationNs, 89'000u);
+  EXPECT_EQ(samples[0].slowChannels, 0u);
+  expectBalanced(sink);
+}
+
 }  // namespace
 }  // namespace wirewise

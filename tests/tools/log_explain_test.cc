@@ -95,6 +95,28 @@ TEST(LogExplain, ACommitAfterAnAlarmTellsItsEvidence) {
   EXPECT_TRUE(has(t, "Implicated links: none identified.")) << t;
 }
 
+// The policy's latency-or-bandwidth reading ("cause") joins the detector's clause, so that the paragraph
+// says what kind of change it was; a log without it reads as before (the test above).
+TEST(LogExplain, TheCauseTheAlarmInferredIsTold) {
+  std::istringstream in(slurp(kLog));
+  std::string text, line;
+  int tagged = 0;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == "commit" && j.value("index", 0) == 23) {
+      j["cause"] = {{"kind", "latency"}, {"text", "allreduce slowed by +37 us at every size: a latency rise"}};
+      line = j.dump();
+      ++tagged;
+    }
+    text += line + "\n";
+  }
+  ASSERT_EQ(tagged, 1);
+  const Explanation& x = containing(explainAll(text), kAb, "allreduce", 25 * kMiB);
+  EXPECT_TRUE(has(x.text, "The detector saw it 19% slower (CUSUM 0.31 over threshold 0.12): allreduce slowed by "
+                          "+37 us at every size: a latency rise"))
+      << x.text;
+}
+
 TEST(LogExplain, RangesWithoutEventsSaySo) {
   auto e = explainAll(slurp(kLog));
   const Explanation& own = containing(e, kAb, "allreduce", 100);

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -317,6 +318,32 @@ TEST(Driver, SyncAndPolicyComeFromTheOptionThenTheEnvironmentThenTheDefault) {
       << r.pluginNote;
 }
 
+// End to end: the simulator stamps each channel's KernelCh stop from the truth model, the plugin's sink
+// names the channels on the degraded NIC, the reports carry them, and the coordinator's policy says which
+// channels were slow and what the chosen count does about them. NIC 3 of node 1 at a quarter from step 40
+// (after calibration): 16 channels put channels 3 and 11 on it.
+TEST(Driver, SlowChannelsOnADegradedNicAreNamedByThePolicy) {
+  Scenario sc = loadExample("2x8-h100-nic-degrade.json");
+  sc.faults.resize(1);
+  sc.faults[0].fromStep = 40;
+  SimOptions o = options(120);
+  o.logPath = ::testing::TempDir() + "ww_driver_slow_channels.jsonl";
+  std::remove(o.logPath.c_str());
+  const SimResult r = runSimulation(sc, o);
+  EXPECT_EQ(r.divergences, 0u);
+  std::ifstream in(o.logPath);
+  ASSERT_TRUE(in.good());
+  std::string line, named;
+  while (std::getline(in, line)) {
+    const auto ev = nlohmann::json::parse(line);
+    if (ev["event"] != "adapt") continue;
+    const std::string reason = ev.value("reason", "");
+    if (reason.find("channels 3 and 11 ran") != std::string::npos) named = reason;
+  }
+  EXPECT_FALSE(named.empty()) << "no decision named the degraded NIC's channels";
+  std::printf("%s\n", named.c_str());
+}
+
 TEST(Driver, ExplorationAgreesWithTheCoordinatorsProbes) {
   const Scenario sc = loadExample("2x8-h100-nic-degrade.json");
   SimOptions o = options(200);
@@ -385,6 +412,54 @@ TEST(Driver, ALogFileSharedByRunsCountsEachRunOnce) {
     EXPECT_GT(a.adaptations.at("calibrated"), 0u);
   }
   std::remove(file.c_str());
+}
+
+}  // namespace
+}  // namespace wirewise::sim
+
+namespace wirewise::sim {
+namespace {
+
+// End to end: the default scenario's third fault (network latency +20 µs per hop, steps 520-560) is seen
+// by no collector (the simulator has none) and changes no bandwidth, so only the shape of the change across
+// sizes can name it. The world comm's all-reduce runs at 4 KiB and 25 MiB: an adapt event (alarm, or the
+// end of its episode) during that fault must name a latency rise (cause.h), and none may call it a
+// bandwidth loss.
+TEST(Driver, TheLatencyFaultIsExplainedAsLatency) {
+  const Scenario sc = loadExample("2x8-h100-nic-degrade.json");
+  ASSERT_EQ(sc.faults.size(), 3u);
+  const Fault& f = sc.faults[2];
+  ASSERT_EQ(f.kind, FaultKind::Latency);
+  int perStep = 0;  // the world comm's collectives per step: its boundaries count them
+  for (const StepColl& c : sc.workload.step) perStep += c.comm == "world" ? c.repeat : 0;
+  SimOptions o = options(sc.workload.steps);
+  o.logPath = ::testing::TempDir() + "ww_driver_latency_cause.jsonl";
+  std::remove(o.logPath.c_str());
+  const SimResult r = runSimulation(sc, o);
+  EXPECT_EQ(r.divergences, 0u);
+  std::ifstream in(o.logPath);
+  ASSERT_TRUE(in.good());
+  std::string line;
+  int alarms = 0, latency = 0;
+  while (std::getline(in, line)) {
+    const auto ev = nlohmann::json::parse(line);
+    const std::string kind = ev.value("kind", "");
+    if (ev["event"] != "adapt" || ev.value("coll", "") != "allreduce" || kind == "calibrated" || kind == "deferred")
+      continue;
+    const uint64_t at = ev.value("boundary", uint64_t{0});
+    // From the fault's start to two steps after it (report lag and detection delay).
+    if (at < static_cast<uint64_t>(f.fromStep) * perStep || at >= static_cast<uint64_t>(f.toStep + 2) * perStep)
+      continue;
+    ++alarms;
+    const std::string reason = ev.value("reason", "");
+    std::printf("verdict %s %s: %s\n", ev["index"].dump().c_str(), kind.c_str(), reason.c_str());
+    EXPECT_EQ(reason.find("bandwidth loss"), std::string::npos) << reason;
+    if (ev.contains("cause") && ev["cause"].value("kind", "") == "latency" &&
+        reason.find("a latency rise, not bandwidth") != std::string::npos)
+      ++latency;
+  }
+  EXPECT_GT(alarms, 0) << "no all-reduce adapt event during the latency fault";
+  EXPECT_GT(latency, 0) << "no adapt event during the latency fault named a latency rise";
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // A fake libcupti.so: the Activity API entry points the collector calls. cuptiActivityFlushAll asks
 // the collector's real buffer-request callback for a buffer, writes CUpti_ActivityKernel10-layout
 // records into it and hands it to the real buffer-complete callback, as CUPTI's worker does. Built
-// twice: complete, and without cuptiActivityGetNextRecord (FAKE_CUPTI_OMIT_NEXT_RECORD).
+// three times: complete, without cuptiActivityGetNextRecord (FAKE_CUPTI_OMIT_NEXT_RECORD), and without
+// the stream-id functions (FAKE_CUPTI_OMIT_STREAM_ID). cuptiGetStreamIdEx maps the handles the test
+// registered in FakeCuptiState::streams.
 #include <cstddef>
 #include <cstring>
 
@@ -65,6 +67,7 @@ FAKE_EXPORT int cuptiActivityGetNumDroppedRecords(void*, uint32_t, size_t* n) {
 FAKE_EXPORT int cuptiActivityFlushAll(uint32_t flag) {
   ++g_state.flushCalls;
   if (flag & 1u) ++g_state.forcedFlushes;
+  if (__atomic_load_n(&g_state.hold, __ATOMIC_ACQUIRE) != 0) return 0;
   if (g_state.pending == 0 || !g_state.request || !g_state.complete) return 0;
   uint8_t* buf = nullptr;
   size_t size = 0, maxRecords = 0;
@@ -89,6 +92,25 @@ FAKE_EXPORT int cuptiActivityFlushAll(uint32_t flag) {
   g_state.complete(nullptr, 0, buf, size, n * sizeof(Kernel10));
   return 0;
 }
+
+#ifndef FAKE_CUPTI_OMIT_STREAM_ID
+namespace {
+int lookupStream(const void* stream, uint32_t* id) {
+  ++g_state.streamIdCalls;
+  for (int i = 0; i < g_state.nStreams; ++i)
+    if (g_state.streams[i].handle == stream) {
+      *id = g_state.streams[i].id;
+      return 0;
+    }
+  return 1;  // CUPTI_ERROR_INVALID_PARAMETER
+}
+}  // namespace
+FAKE_EXPORT int cuptiGetStreamIdEx(void*, void* stream, uint8_t perThreadStream, uint32_t* id) {
+  if (perThreadStream != 0) return 1;  // the collector never asks for the per-thread stream
+  return lookupStream(stream, id);
+}
+FAKE_EXPORT int cuptiGetStreamId(void*, void* stream, uint32_t* id) { return lookupStream(stream, id); }
+#endif
 
 #ifndef FAKE_CUPTI_OMIT_NEXT_RECORD
 FAKE_EXPORT int cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, uint8_t** record) {

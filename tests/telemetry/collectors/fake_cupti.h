@@ -20,7 +20,17 @@ struct FakeCuptiState {
   int enabledKind = -1, disableCalls = 0, flushCalls = 0, forcedFlushes = 0, buffersDelivered = 0;
   size_t dropped = 0;
   int pending = 0;
+  // While non-zero, flushes deliver nothing. Read and written with __atomic builtins: lets a test stage
+  // records while a sampler thread is flushing, then release them at once.
+  int hold = 0;
   FakeKernelRecord records[32];
+  // cuptiGetStreamIdEx / cuptiGetStreamId: stream handle -> CUPTI stream id; unknown handles fail.
+  struct StreamId {
+    const void* handle = nullptr;
+    uint32_t id = 0;
+  } streams[8];
+  int nStreams = 0;
+  int streamIdCalls = 0;
   void (*request)(uint8_t**, size_t*, size_t*) = nullptr;
   void (*complete)(void*, uint32_t, uint8_t*, size_t, size_t) = nullptr;
 };
