@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/runtime/log_lines.h"
 #include "net/comm.h"
 #include "net/rail_registry.h"
 #include "net/transport.h"
@@ -162,13 +163,7 @@ TEST_F(RailRegistry, ClosingWhileASamplerReadsIsSafe) {
   EXPECT_LT(worstCloseMs, 250.0);  // the sampler here spins without pause; a loaded 2-core box preempts
 }
 
-std::vector<nlohmann::json> readLog(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream f(path);
-  for (std::string line; std::getline(f, line);)
-    if (auto j = nlohmann::json::parse(line, nullptr, false); !j.is_discarded()) out.push_back(j);
-  return out;
-}
+using wirewise::testing::readLog;
 
 // The whole path: real transfer over two loopback rails, one rail's stream shut mid-run; the runtime's
 // sampler reads the registry and logs the shift (and the rail as down in link_health).

@@ -11,19 +11,14 @@
 #include <string>
 #include <thread>
 
+#include "tests/runtime/log_lines.h"
 #include "runtime/runtime.h"
 #include "tests/telemetry/collectors/fake_sysfs.h"
 
 namespace wirewise {
 namespace {
 
-std::vector<nlohmann::json> readLog(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream f(path);
-  for (std::string line; std::getline(f, line);)
-    if (auto j = nlohmann::json::parse(line, nullptr, false); !j.is_discarded()) out.push_back(j);
-  return out;
-}
+using wirewise::testing::readLog;
 
 TEST(CollectorsWiring, StateChangesReachTheLogAsTheyHappen) {
   collectors::testing::FakeSysfs sys;

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/runtime/log_lines.h"
 #include "runtime/runtime.h"
 #include "tests/telemetry/collectors/fake_sysfs.h"
 
@@ -34,13 +35,7 @@ std::vector<collectors::RailReading> fakeRails() {
   return {a, b};
 }
 
-std::vector<nlohmann::json> readLog(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream f(path);
-  for (std::string line; std::getline(f, line);)
-    if (auto j = nlohmann::json::parse(line, nullptr, false); !j.is_discarded()) out.push_back(j);
-  return out;
-}
+using wirewise::testing::readLog;
 
 TEST(RailMerge, ADegradedRailReachesTheLogAndTheBoundaryReport) {
   collectors::testing::FakeSysfs sys;  // no links of its own: only the rails
