@@ -5,7 +5,9 @@
 namespace wirewise::control {
 
 CommAgreement::CommAgreement(uint64_t commId, uint32_t nRanks, uint32_t nNodes, AgreementParams params, Policy* policy)
-    : commId_(commId), nRanks_(nRanks), nNodes_(nNodes), params_(params), policy_(policy) {}
+    : commId_(commId), nRanks_(nRanks), nNodes_(nNodes), params_(params), policy_(policy) {
+  pending_.reserve(nRanks);  // a boundary's reports, without regrowing in the first round
+}
 
 void CommAgreement::issue(Verdict v) { verdicts_.push_back(std::move(v)); }
 

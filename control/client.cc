@@ -142,7 +142,7 @@ void Client::tick() {
   if (session_ && session_->open()) {
     // Members that passed a boundary since the last poll report together: one frame (one MAC, one write)
     // for as many reports as fit.
-    std::vector<std::vector<uint8_t>> reports;
+    ReportBatcher batch;
     for (auto& m : members_) {
       uint64_t p = m->passed.load(std::memory_order_acquire);
       if (p <= m->reported) continue;
@@ -162,9 +162,10 @@ void Client::tick() {
           r.samples.clear(), r.sights.clear(), r.links.clear();
         }
       }
-      reports.push_back(encode(r));
+      batch.add(r);
     }
-    for (const std::vector<uint8_t>& batch : packReports(reports)) session_->send(MsgType::Reports, batch);
+    auto payloads = batch.finish();
+    for (const std::vector<uint8_t>& p : payloads) session_->send(MsgType::Reports, p);
   }
   // Fixed-rate polls on the steady clock's grid of kPoll, not kPoll after the last one: every Client of an
   // io_context (the benchmark runs many processes' clients on one thread) wakes in the same pass instead

@@ -2,26 +2,71 @@
 
 namespace wirewise::control {
 
-Member::~Member() = default;
+namespace {
+// Nodes kept spare: the consumer of a member that keeps up holds at most three (taken-2, taken-1 and
+// the one delivered), so four spares serve every verdict without allocating.
+constexpr size_t kSpareNodes = 4;
+
+void deleteList(VerdictNode* n) {
+  while (n != nullptr) {
+    VerdictNode* after = n->after.load(std::memory_order_relaxed);
+    delete n;
+    n = after;
+  }
+}
+}  // namespace
+
+Member::Member(uint64_t commId, uint64_t memberId, uint32_t nRanks, uint32_t nNodes, uint64_t configDigest)
+    : commId_(commId), memberId_(memberId), nRanks_(nRanks), nNodes_(nNodes), configDigest_(configDigest) {
+  for (; spares_ < kSpareNodes; ++spares_) {
+    auto* n = new VerdictNode();
+    n->after.store(spare_, std::memory_order_relaxed);
+    spare_ = n;
+  }
+}
+
+Member::~Member() {
+  deleteList(oldest_);
+  deleteList(spare_);
+}
 
 const VerdictNode* Member::deliver(const Verdict& v, std::shared_ptr<const DecisionTable> table) {
   if (v.index != delivered_.load(std::memory_order_relaxed)) return nullptr;
-  auto node = std::make_unique<VerdictNode>();
+  VerdictNode* node = spare_;
+  if (node != nullptr) {
+    spare_ = node->after.load(std::memory_order_relaxed);
+    --spares_;
+  } else {
+    node = new VerdictNode();
+  }
   node->index = v.index;
   node->boundary = v.boundary;
   node->next = v.next;
   node->observeOnly = v.observeOnly;
-  if (!v.observeOnly) node->table = table ? std::move(table) : DecisionTable::build(v.rules, v.reason);
-  VerdictNode* raw = node.get();
-  nodes_.push_back(std::move(node));
-  tail_->after.store(raw, std::memory_order_release);
-  tail_ = raw;
+  node->table = v.observeOnly ? nullptr : table ? std::move(table) : DecisionTable::build(v.rules, v.reason);
+  node->after.store(nullptr, std::memory_order_relaxed);
+  tail_->after.store(node, std::memory_order_release);
+  tail_ = node;
+  if (oldest_ == nullptr) oldest_ = node;
+  ++kept_;
   delivered_.store(v.index + 1, std::memory_order_release);
   // The consumer may still be reading the table of verdict taken-1 (and a stale pointer of taken-2);
-  // anything older is unreachable from it.
+  // anything older is unreachable from it. Kept indices are consecutive and end at v.index.
   uint64_t taken = taken_.load(std::memory_order_acquire);
-  while (nodes_.size() > 1 && nodes_.front()->index + 3 <= taken) nodes_.pop_front();
-  return raw;
+  for (uint64_t front = v.index + 1 - kept_; kept_ > 1 && front + 3 <= taken; ++front) {
+    VerdictNode* old = oldest_;
+    oldest_ = old->after.load(std::memory_order_relaxed);
+    --kept_;
+    old->table.reset();
+    if (spares_ == kSpareNodes) {
+      delete old;
+      continue;
+    }
+    old->after.store(spare_, std::memory_order_relaxed);
+    spare_ = old;
+    ++spares_;
+  }
+  return node;
 }
 
 }  // namespace wirewise::control

@@ -35,20 +35,20 @@ Session::Session(tcp::socket sock, std::vector<uint8_t> jobKey, bool server)
 void Session::start(OnFrame onFrame, OnClose onClose) {
   onFrame_ = std::move(onFrame);
   onClose_ = std::move(onClose);
-  out_.push_back(encodeFrame(MsgType::Hello, 0, encode(Hello{myNonce_}), nullptr));
+  appendFrame(&out_, MsgType::Hello, 0, encode(Hello{myNonce_}), nullptr);
   writeNext();
   read();
 }
 
-void Session::send(MsgType type, std::vector<uint8_t> payload) {
+void Session::send(MsgType type, std::span<const uint8_t> payload) {
   if (closed_) return;
   if (!keyed_) {
-    beforeKey_.emplace_back(type, std::move(payload));
+    beforeKey_.emplace_back(type, std::vector<uint8_t>(payload.begin(), payload.end()));
     return;
   }
-  auto frame = encodeFrame(type, ++sendCounter_, payload, &*sendKey_);
-  queuedBytes_ += frame.size();
-  out_.push_back(std::move(frame));
+  const size_t before = out_.size();
+  appendFrame(&out_, type, ++sendCounter_, payload, &*sendKey_);
+  queuedBytes_ += out_.size() - before;
   if (!writing_) writeNext();
 }
 
@@ -79,7 +79,7 @@ void Session::read() {
 }
 
 void Session::consume() {
-  Frame f;
+  Frame& f = frame_;
   for (;;) {
     if (closed_) return;
     WireError e = reader_.next(&f);
@@ -95,7 +95,7 @@ void Session::consume() {
       keyed_ = true;
       auto pending = std::move(beforeKey_);
       beforeKey_.clear();
-      for (auto& [t, p] : pending) send(t, std::move(p));
+      for (auto& [t, p] : pending) send(t, p);
       continue;
     }
     if (onFrame_) onFrame_(f);
@@ -108,19 +108,16 @@ void Session::writeNext() {
     return;
   }
   writing_ = true;
-  // Everything queued goes in one gather write: a burst of reports or verdicts costs one syscall.
-  inflight_.clear();
-  std::vector<asio::const_buffer> bufs;
-  while (!out_.empty() && inflight_.size() < 256) {
-    inflight_.push_back(std::move(out_.front()));
-    out_.pop_front();
-  }
-  for (const auto& f : inflight_) bufs.emplace_back(asio::buffer(f));
-  asio::async_write(sock_, bufs, [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+  // Everything queued goes in one write: a burst of reports or verdicts costs one syscall.
+  inflight_.swap(out_);
+  auto self = shared_from_this();
+  asio::async_write(sock_, asio::buffer(inflight_), [self](boost::system::error_code ec, size_t n) {
     if (self->closed_) return;
     if (ec) return self->close(ec.message());
     self->queuedBytes_ -= std::min(self->queuedBytes_, n);
     self->inflight_.clear();
+    // A backlog (a slow reader) may have grown it far beyond a round's frames: give that memory back.
+    if (self->inflight_.capacity() > (size_t{1} << 20)) self->inflight_.shrink_to_fit();
     self->writeNext();
   });
 }

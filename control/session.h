@@ -4,10 +4,10 @@
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,7 +23,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(boost::asio::ip::tcp::socket sock, std::vector<uint8_t> jobKey, bool server);
   void start(OnFrame onFrame, OnClose onClose);
   // Queued until the handshake completes.
-  void send(MsgType type, std::vector<uint8_t> payload);
+  void send(MsgType type, std::span<const uint8_t> payload);
   void close(const std::string& why);
   bool open() const { return !closed_; }
   const std::string& peer() const { return peer_; }
@@ -48,8 +48,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<HmacSha256Key> sendKey_;  // pads precomputed once: every frame's MAC reuses them
   uint64_t sendCounter_ = 0;
   std::vector<std::pair<MsgType, std::vector<uint8_t>>> beforeKey_;
-  std::deque<std::vector<uint8_t>> out_;
-  std::vector<std::vector<uint8_t>> inflight_;  // frames of the write in progress (one gather write)
+  // Frames queued since the write in progress began, back to back, and the frames of that write: two
+  // buffers kept for the connection's life, so a frame costs no allocation and a burst of them one write.
+  std::vector<uint8_t> out_, inflight_;
+  Frame frame_;  // the frame being handled, its payload buffer reused
   size_t queuedBytes_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "control/wire.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -11,19 +12,30 @@ namespace {
 constexpr size_t kMaxRules = 2000;
 constexpr size_t kMaxReason = 256;
 
+// Appends to a buffer reserved up front by the caller: a frame is built with one allocation, not one
+// per doubling (a client encodes every member's report at every boundary).
 class Writer {
  public:
+  explicit Writer(size_t reserve = 0) { out_.reserve(reserve); }
+  explicit Writer(std::vector<uint8_t> appendTo) : out_(std::move(appendTo)) {}
   void u8(uint8_t v) { out_.push_back(v); }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  void u32(uint32_t v) { le(v, 4); }
+  void u64(uint64_t v) { le(v, 8); }
+  void bytes(std::span<const uint8_t> b) {
+    if (!b.empty()) std::memcpy(grow(b.size()), b.data(), b.size());
   }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
   std::vector<uint8_t> take() { return std::move(out_); }
 
  private:
+  uint8_t* grow(size_t n) {
+    const size_t at = out_.size();
+    out_.resize(at + n);
+    return out_.data() + at;
+  }
+  void le(uint64_t v, int n) {
+    uint8_t* d = grow(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(v >> (8 * i));
+  }
   std::vector<uint8_t> out_;
 };
 
@@ -109,19 +121,27 @@ std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const
 
 std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const uint8_t> payload,
                                  const HmacSha256Key* key) {
-  size_t len = kHeaderBytes + payload.size() + (key ? kMacBytes : 0);
-  Writer w;
+  std::vector<uint8_t> out;
+  appendFrame(&out, type, counter, payload, key);
+  return out;
+}
+
+void appendFrame(std::vector<uint8_t>* out, MsgType type, uint64_t counter, std::span<const uint8_t> payload,
+                 const HmacSha256Key* key) {
+  const size_t len = kHeaderBytes + payload.size() + (key ? kMacBytes : 0);
+  const size_t at = out->size();
+  if (out->capacity() < at + 4 + len) out->reserve(std::max(at + 4 + len, 2 * out->capacity()));
+  Writer w(std::move(*out));
   for (int i = 3; i >= 0; --i) w.u8(static_cast<uint8_t>(len >> (8 * i)));
   w.u8(kWireVersion);
   w.u8(static_cast<uint8_t>(type));
   w.u64(counter);
   w.bytes(payload);
-  std::vector<uint8_t> out = w.take();
+  *out = w.take();
   if (key != nullptr) {
-    Digest mac = key->mac({std::span<const uint8_t>(out)});
-    out.insert(out.end(), mac.begin(), mac.end());
+    Digest mac = key->mac({std::span<const uint8_t>(out->data() + at, out->size() - at)});
+    out->insert(out->end(), mac.begin(), mac.end());
   }
-  return out;
 }
 
 void FrameReader::append(std::span<const uint8_t> bytes) {
@@ -190,8 +210,8 @@ bool decode(std::span<const uint8_t> p, Join* m) {
          r.u64(&m->configDigest) && r.u64(&m->nextVerdict) && r.done() && m->nRanks > 0;
 }
 
-std::vector<uint8_t> encode(const Report& m) {
-  Writer w;
+namespace {
+void writeReport(Writer& w, const Report& m) {
   w.u64(m.commId);
   w.u64(m.memberId);
   w.u64(m.index);
@@ -245,6 +265,13 @@ std::vector<uint8_t> encode(const Report& m) {
     w.u32(std::bit_cast<uint32_t>(l.rttUs));
     w.u32(std::bit_cast<uint32_t>(l.baselineRttUs));
   }
+}
+}  // namespace
+
+std::vector<uint8_t> encode(const Report& m) {
+  // The fixed fields and counts, then at most this much per sample, sight and link.
+  Writer w(52 + m.samples.size() * 34 + m.sights.size() * (10 + sizeof(adapt::Sight::cost)) + m.links.size() * 96);
+  writeReport(w, m);
   return w.take();
 }
 bool decode(std::span<const uint8_t> p, Report* m) {
@@ -377,32 +404,68 @@ bool decode(std::span<const uint8_t> p, Leave* m) {
   return r.u64(&m->commId) && r.u64(&m->memberId) && r.done();
 }
 
-std::vector<std::vector<uint8_t>> packReports(std::span<const std::vector<uint8_t>> encodedReports) {
+size_t ReportBatcher::open() {
+  if (count_ == 0 && cur_.empty()) {
+    cur_.reserve(4096);
+    cur_.resize(4);  // the count, patched when the payload is closed
+  }
+  const size_t at = cur_.size();
+  cur_.resize(at + 4);  // this report's length, patched in close()
+  return at;
+}
+
+void ReportBatcher::close(size_t at) {
   // What a Reports payload may hold so that its frame stays within kMaxFrameBytes.
   constexpr size_t kRoom = kMaxFrameBytes - kHeaderBytes - kMacBytes;
-  std::vector<std::vector<uint8_t>> out;
-  Writer w;
-  size_t size = 0, count = 0;
-  auto close = [&] {
-    if (count == 0) return;
-    std::vector<uint8_t> body = w.take();
-    Writer head;
-    head.u32(static_cast<uint32_t>(count));
-    std::vector<uint8_t> payload = head.take();
-    payload.insert(payload.end(), body.begin(), body.end());
-    out.push_back(std::move(payload));
-    size = count = 0;
-  };
-  for (const std::vector<uint8_t>& r : encodedReports) {
-    if (4 + 4 + r.size() > kRoom) continue;  // cannot happen: a Report is bounded well below a frame
-    if (count == kMaxBatchReports || 4 + size + 4 + r.size() > kRoom) close();
-    w.u32(static_cast<uint32_t>(r.size()));
-    w.bytes(r);
-    size += 4 + r.size();
-    ++count;
+  const size_t len = cur_.size() - at - 4;
+  if (4 + 4 + len > kRoom) {  // cannot happen: a Report is bounded well below a frame
+    cur_.resize(at);
+    return;
   }
-  close();
-  return out;
+  for (int i = 0; i < 4; ++i) cur_[at + static_cast<size_t>(i)] = static_cast<uint8_t>(len >> (8 * i));
+  if (count_ == kMaxBatchReports || cur_.size() > kRoom) {  // it starts the next payload
+    std::vector<uint8_t> tail(cur_.begin() + static_cast<std::ptrdiff_t>(at), cur_.end());
+    cur_.resize(at);
+    closePayload();
+    cur_.reserve(4096);
+    cur_.resize(4);
+    cur_.insert(cur_.end(), tail.begin(), tail.end());
+  }
+  ++count_;
+}
+
+void ReportBatcher::closePayload() {
+  if (count_ == 0) return;
+  for (int i = 0; i < 4; ++i) cur_[static_cast<size_t>(i)] = static_cast<uint8_t>(count_ >> (8 * i));
+  out_.push_back(std::move(cur_));
+  cur_.clear();
+  count_ = 0;
+}
+
+void ReportBatcher::add(const Report& r) {
+  const size_t at = open();
+  Writer w(std::move(cur_));
+  writeReport(w, r);
+  cur_ = w.take();
+  close(at);
+}
+
+void ReportBatcher::addEncoded(std::span<const uint8_t> report) {
+  const size_t at = open();
+  cur_.insert(cur_.end(), report.begin(), report.end());
+  close(at);
+}
+
+std::vector<std::vector<uint8_t>> ReportBatcher::finish() {
+  closePayload();
+  cur_ = {};
+  return std::move(out_);
+}
+
+std::vector<std::vector<uint8_t>> packReports(std::span<const std::vector<uint8_t>> encodedReports) {
+  ReportBatcher b;
+  for (const std::vector<uint8_t>& r : encodedReports) b.addEncoded(r);
+  return b.finish();
 }
 
 bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out) {

@@ -67,6 +67,11 @@ inline std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::spa
   return encodeFrame(type, counter, payload, static_cast<const HmacSha256Key*>(nullptr));
 }
 
+// Appends one frame to *out (what encodeFrame returns), reusing its capacity: a connection queues its
+// frames in one buffer that it keeps.
+void appendFrame(std::vector<uint8_t>* out, MsgType type, uint64_t counter, std::span<const uint8_t> payload,
+                 const HmacSha256Key* key);
+
 // Splits a byte stream into frames and checks them. Feed bytes with append(), then call next() until it
 // returns NeedMore. Any other error is sticky: the connection must be closed.
 class FrameReader {
@@ -147,6 +152,24 @@ bool decode(std::span<const uint8_t> p, Leave* m);
 // accepts a batch only if every report in it decodes.
 inline constexpr size_t kMaxBatchReports = 4096;
 std::vector<std::vector<uint8_t>> packReports(std::span<const std::vector<uint8_t>> encodedReports);
+
+// The same payloads as packReports, built report by report straight into the payload (no buffer per
+// report): a client encodes the reports of all its members at every boundary.
+class ReportBatcher {
+ public:
+  void add(const Report& r);
+  void addEncoded(std::span<const uint8_t> report);
+  // The payloads, in order; the batcher is empty afterwards.
+  std::vector<std::vector<uint8_t>> finish();
+
+ private:
+  size_t open();
+  void close(size_t at);
+  void closePayload();
+  std::vector<uint8_t> cur_;
+  uint32_t count_ = 0;
+  std::vector<std::vector<uint8_t>> out_;
+};
 bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out);
 
 }  // namespace wirewise::control

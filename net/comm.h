@@ -8,16 +8,22 @@
 // chunks are remembered per stream, so that when a stream dies (a write error, or bytes outstanding with
 // no acknowledgement for `railTimeoutNs` while the peer's window is open) its unacknowledged chunks are
 // resent on the surviving streams. Before any resend, every surviving stream carries a cut notice
-// (stream, byte position of the first unacknowledged chunk); the receiver reads the dead stream only up to
-// that position and drops the copies it already had, so each byte is placed exactly once. With no stream
-// left the comm fails with kRemoteError.
+// (stream, byte position of the first unacknowledged chunk), and the receiver reads the dead stream only up
+// to that position. With no stream left the comm fails with kRemoteError.
+//
+// Exactly once. Whatever the faults, the receiver places each chunk once: it keeps one bit per chunk of
+// every posted buffer (chunks sit at multiples of the message's chunk size, wire.h), drops any copy whose
+// bit is set, and calls a message whole only when every bit is. A copy still being read when another copy
+// of the same chunk completes is drained into scratch from then on, so no byte is written into a buffer
+// after NCCL was told it is complete. This needs no memory of which copies were sent where, so it cannot
+// run out of it.
 //
 // Slow rails (hedging). A rail that slows down still holds the chunks queued at its old rate, and their
 // messages wait for them. When a rail would need far longer to deliver what it holds than the other rails
 // would to carry it as well, its streams' unacknowledged chunks are copied to the other rails behind a
 // cut notice that names a range ([first unacknowledged byte, end of the last chunk written)); the stream
-// itself lives on. The receiver drops whichever copy of each chunk comes second, by the same rules as for
-// a dead stream, so each byte is still placed exactly once.
+// itself lives on. The receiver drops whichever copy of each chunk comes second (its bit is set); the
+// notice only tells it why copies arrive (it is checked, not needed).
 //
 // Reopening. A receive comm keeps one listening socket per rail for its whole life (NCCL closes the listen
 // comm right after accept) and writes their ports once on every stream (the only bytes it ever sends). A
@@ -43,6 +49,7 @@ enum class ReqKind : uint32_t { kSend = 0x53454e44, kRecv = 0x52454356 };
 
 inline constexpr int kMaxSendRequests = kMaxRequests * kMaxRecvs;  // NCCL: 32 x maxRecvs isends per comm
 inline constexpr int kStreamRing = 64;  // unacknowledged chunks per stream
+static_assert(kMaxChunksPerMessage % 64 == 0, "whole bitmap words per buffer");
 
 struct RequestBase {
   ReqKind kind;
@@ -54,6 +61,7 @@ struct SendRequest : RequestBase {
   uint64_t size = 0;
   int tag = 0;
   uint64_t seq = 0;
+  uint32_t chunkBytes = 0;  // this message's chunk size (wire.h, messageChunkBytes)
   uint64_t need = 0;  // chunks in the message
   uint64_t done = 0;  // chunks acknowledged by the peer's kernel
   bool complete = false;
@@ -68,7 +76,10 @@ struct RecvSlot {
   bool sizeKnown = false;
   bool done = false;
   uint64_t size = 0;  // the sender's size once its first chunk arrived
-  uint64_t got = 0;
+  uint32_t chunkBytes = 0;  // the message's chunk size (the same in every chunk header)
+  uint64_t chunks = 0;      // chunkCount(size, chunkBytes)
+  uint64_t placed = 0;      // chunks whose every byte is in `data`: done when it reaches `chunks`
+  uint64_t* bits = nullptr; // one bit per placed chunk (kMaxChunksPerMessage bits of the comm's pool)
 };
 
 struct RecvRequest : RequestBase {
@@ -128,12 +139,19 @@ class SendComm {
   uint64_t resentChunks() const { return resent_.load(std::memory_order_relaxed); }  // any thread
   uint64_t hedgedChunks() const { return hedged_.load(std::memory_order_relaxed); }  // any thread; in resent too
   int streamsUp() const { return streamsUp_; }
+  // The progress engine's wrapper of this comm (net/engine.h): set at connect, cleared at close.
+  void* engineCore() const { return engineCore_.load(std::memory_order_acquire); }
+  void setEngineCore(void* core) { engineCore_.store(core, std::memory_order_release); }
   // Reconnect dead streams (setup calls it; a comm built without it never reopens).
   void enableReopen(const ReopenTarget& target) { target_ = target; }
   uint64_t reopenedStreams() const { return reopened_.load(std::memory_order_relaxed); }  // any thread
   int streamFd(size_t i) const { return streams_[i].s.fd; }  // tests: inject faults
   size_t streamCount() const { return streams_.size(); }
-  // TCP_INFO of the rail's streams (telemetry path only: one syscall per stream).
+  // Streams any thread may read (the rail registry's TCP_INFO): set-up ones and reopened ones, which are
+  // published once whole. A stream's fd and rail never change, and its fd closes only with the comm.
+  size_t publishedStreams() const { return published_.load(std::memory_order_acquire); }
+  StreamFd publishedStream(size_t i) const { return streams_[i].s; }
+  // TCP_INFO of the rail's live streams, worst RTT (introspection on the data path's thread).
   void tcpInfo(int rail, uint32_t* rttUs, uint64_t* retransmits) const;
 
  private:
@@ -213,13 +231,14 @@ class SendComm {
   uint64_t posted_ = 0, retired_ = 0;
   uint64_t pullSeq_ = 0, pullOffset_ = 0;
   std::atomic<uint64_t> resent_{0}, hedged_{0}, reopened_{0};
-  std::atomic<size_t> published_{0};  // streams_ entries the telemetry thread may read (tcpInfo)
+  std::atomic<size_t> published_{0};  // streams_ entries other threads may read (publishedStream)
   uint64_t lastHedgeNs_ = 0;
   ReopenTarget target_;
   Opening opening_;
   uint16_t ports_[kMaxRails] = {};
   bool havePorts_ = false;
   Status failed_ = Status::kOk;
+  std::atomic<void*> engineCore_{nullptr};
 };
 
 class RecvComm {
@@ -234,65 +253,54 @@ class RecvComm {
   RecvRequest* post(int n, void* const* data, const size_t* capacities, const int* tags);
   Status progress();
   void retire(RecvRequest* r);
-  uint64_t duplicatesDropped() const { return dropped_; }
-  uint64_t hedgedSkipped() const { return skipped_; }  // of those, originals in a hedged range
+  uint64_t duplicatesDropped() const { return dropped_; }  // copies of chunks already placed
+  // The progress engine's wrapper of this comm (net/engine.h): set at accept, cleared at close.
+  void* engineCore() const { return engineCore_.load(std::memory_order_acquire); }
+  void setEngineCore(void* core) { engineCore_.store(core, std::memory_order_release); }
   uint64_t reopenedStreams() const { return reopened_; }
 
  private:
   static constexpr int kMsgRing = 2 * kMaxSendRequests;
-  struct Seen {
-    uint64_t seq, offset, start;
-  };
-  struct Skip {
-    uint64_t from, to;  // data chunks starting in [from, to) on this stream are hedged: drop them
-  };
-  static constexpr int kMaxSkips = 32;  // hedged ranges of one stream not yet read past
+  static constexpr size_t kBitWords = kMaxChunksPerMessage / 64;  // per posted buffer
   struct Stream {
     StreamFd s;
     ChunkHeader hdr{};
     size_t hdrGot = 0, payloadGot = 0;
     bool routed = false;
-    bool discard = false;  // drain and drop: a copy of a chunk already placed
-    bool skipped = false;  // discarded because it lies in a hedged range (its resent copy places it)
+    bool discard = false;  // drain and drop: a copy of a chunk already placed (or being placed elsewhere)
     RecvSlot* slot = nullptr;
     RecvRequest* req = nullptr;
     uint64_t pos = 0, itemStart = 0;
     uint64_t cutAt = UINT64_MAX;
     bool stopped = false;  // end of file, an error, or the cut position reached
-    Seen seen[kStreamRing];
-    int seenNext = 0, seenCount = 0;
-    Skip skips[kMaxSkips];
-    int nSkips = 0;
-    uint64_t skipsTo = 0;  // the end of the last hedged range applied (repeated notices are ignored)
+    uint64_t hedgedTo = 0;  // the end of the last hedged range announced for it (notices only grow)
   };
   struct MsgRoute {
     uint64_t seq = UINT64_MAX;
     RecvRequest* req = nullptr;
     int slot = 0;
   };
-  struct Dup {
-    uint64_t seq, offset;
-  };
 
   Status readSome(Stream& st);
   Status route(Stream& st, bool* wait);
   Status applyCut(int stream, uint64_t pos);
-  Status applySkip(int stream, uint64_t from, uint64_t to);
-  bool inSkip(Stream& st) const;
+  Status applyHedge(int stream, uint64_t from, uint64_t to);
+  void place(Stream& st);
   void openReopenListeners();
   void acceptReopens(uint64_t nowNs);
 
   std::vector<Stream> streams_;
-  std::vector<Dup> dups_;
   std::vector<char> scratch_;
+  std::vector<uint64_t> bits_;  // kBitWords per buffer of every request slot
   RecvRequest reqs_[kMaxRequests];
   MsgRoute routes_[kMsgRing];
   uint64_t posted_ = 0, retired_ = 0;
   uint64_t postedMsgs_ = 0, retiredMsgs_ = 0;  // messages covered by posted / retired receives
   bool waited_ = false;
   size_t firstStream_ = 0;  // where the next progress pass starts reading
-  uint64_t dropped_ = 0, skipped_ = 0;
+  uint64_t dropped_ = 0;
   Status failed_ = Status::kOk;
+  std::atomic<void*> engineCore_{nullptr};
   // Reopening (connId_ != 0): listening sockets per rail, accepted connections still sending their hello.
   struct PendingReopen {
     int fd;

@@ -1,6 +1,6 @@
 // The receive side of a comm (see comm.h): posting multi-receives, reading chunk headers and payloads
-// straight into the posted buffers, matching messages to buffers by tag, and applying the sender's cut
-// notices so that every byte is placed exactly once (copies of resent chunks are dropped).
+// straight into the posted buffers, matching messages to buffers by tag, placing every chunk exactly once
+// (one bit per chunk: copies of resent or hedged chunks are dropped), and stopping at the sender's cuts.
 #include "net/comm.h"
 
 #include <netinet/in.h>
@@ -22,7 +22,8 @@ bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 }  // namespace
 
 RecvComm::RecvComm(std::vector<StreamFd> streams, uint64_t railTimeoutNs, uint64_t connId)
-    : scratch_(64 << 10), connId_(connId), railTimeoutNs_(railTimeoutNs) {
+    : scratch_(64 << 10), bits_(static_cast<size_t>(kMaxRequests) * kMaxRecvs * kBitWords),
+      connId_(connId), railTimeoutNs_(railTimeoutNs) {
   // With reopening, every index a connection may ever use has its slot now (fd -1 until reopened), so
   // a cut notice may name a stream whose connection has not been accepted yet.
   streams_.resize(connId != 0 ? std::max<size_t>(streams.size(), kMaxStreams) : streams.size());
@@ -31,7 +32,6 @@ RecvComm::RecvComm(std::vector<StreamFd> streams, uint64_t railTimeoutNs, uint64
     tuneStream(streams[i].fd, railTimeoutNs);
   }
   if (connId != 0) openReopenListeners();
-  dups_.reserve(streams_.size() * kStreamRing);
   for (RecvRequest& r : reqs_) {
     r.kind = ReqKind::kRecv;
     r.comm = this;
@@ -44,82 +44,6 @@ RecvComm::~RecvComm() {
   for (int fd : listenFd_)
     if (fd >= 0) close(fd);
   for (int i = 0; i < nPend_; ++i) close(pend_[i].fd);
-}
-
-// One listening socket per rail, on the rail's local address (that of an accepted stream, i.e. the
-// handle's), and its ports written once on every stream. Setup only (allocation-free syscalls).
-void RecvComm::openReopenListeners() {
-  ReopenAdvert adv{kReopenMagic, static_cast<uint16_t>(kMaxRails), 0, {}};
-  for (const Stream& st : streams_) {
-    const int r = st.s.rail;
-    if (st.s.fd < 0 || r < 0 || r >= kMaxRails || listenFd_[r] >= 0) continue;
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (getsockname(st.s.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) continue;
-    if (addr.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&addr)->sin_port = 0;
-    else if (addr.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = 0;
-    else continue;  // e.g. socketpairs in tests
-    int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0 || ::listen(fd, 4) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      close(fd);
-      continue;
-    }
-    listenFd_[r] = fd;
-    adv.ports[r] = addr.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&addr)->sin_port
-                                             : reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port;
-  }
-  // A fresh stream's send buffer is empty, so the 16 bytes go out whole; a failure only means no reopening.
-  for (const Stream& st : streams_)
-    if (st.s.fd >= 0) (void)send(st.s.fd, &adv, sizeof adv, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
-// Connections from a sender reopening dead streams: accepted at most every 10 ms, their hello read, and
-// the new stream put in the slot of the index it names (fresh, at byte 0). Anything else is dropped.
-void RecvComm::acceptReopens(uint64_t nowNs) {
-  if (connId_ == 0 || nowNs < nextAcceptNs_) return;
-  nextAcceptNs_ = nowNs + 10'000'000;
-  for (int lfd : listenFd_) {
-    while (lfd >= 0) {
-      int fd = accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0 && (errno == EINTR || errno == ECONNABORTED)) continue;
-      if (fd < 0) break;
-      if (nPend_ == kMaxPendingReopens) {
-        close(fd);
-        continue;
-      }
-      pend_[nPend_++] = PendingReopen{fd, Hello{}, 0, nowNs};
-    }
-  }
-  for (int i = 0; i < nPend_;) {
-    PendingReopen& p = pend_[i];
-    ssize_t n = 0;
-    while (p.got < sizeof(Hello)) {
-      n = recv(p.fd, reinterpret_cast<char*>(&p.hello) + p.got, sizeof(Hello) - p.got, MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      p.got += static_cast<size_t>(n);
-    }
-    const bool waiting = p.got < sizeof(Hello) && n < 0 && wouldBlock(errno) && nowNs - p.sinceNs < railTimeoutNs_;
-    if (waiting) {
-      ++i;
-      continue;
-    }
-    const Hello& h = p.hello;
-    const bool ok = p.got == sizeof(Hello) && validHello(h) && h.reserved == kHelloReopen && h.connId == connId_ &&
-                    h.streamIndex < streams_.size() && streams_[h.streamIndex].s.fd < 0 &&
-                    streams_[h.streamIndex].pos == 0;
-    if (ok) {
-      Stream& st = streams_[h.streamIndex];
-      st.s = StreamFd{p.fd, h.rail};
-      tuneStream(p.fd, railTimeoutNs_);
-      ++reopened_;
-    } else {
-      close(p.fd);
-    }
-    pend_[i] = pend_[--nPend_];
-  }
 }
 
 RecvRequest* RecvComm::post(int n, void* const* data, const size_t* capacities, const int* tags) {
@@ -136,6 +60,7 @@ RecvRequest* RecvComm::post(int n, void* const* data, const size_t* capacities, 
     r.slots[i].data = static_cast<char*>(data[i]);
     r.slots[i].capacity = capacities[i];
     r.slots[i].tag = tags != nullptr ? tags[i] : 0;
+    r.slots[i].bits = &bits_[((posted_ % kMaxRequests) * kMaxRecvs + static_cast<size_t>(i)) * kBitWords];
   }
   postedMsgs_ += static_cast<uint64_t>(n);
   ++posted_;
@@ -197,93 +122,64 @@ Status RecvComm::route(Stream& st, bool* wait) {
   RecvSlot& s = m.req->slots[m.slot];
   st.req = m.req;
   st.slot = &s;
-  if (s.done) {
-    st.discard = true;
-    return Status::kOk;
-  }
-  for (size_t i = 0; i < dups_.size();) {
-    if (dups_[i].seq == h.seq && dups_[i].offset == h.offset) {
-      dups_[i] = dups_.back();
-      dups_.pop_back();
-      st.discard = true;
-      return Status::kOk;
-    }
-    if (dups_[i].seq < retiredMsgs_) {  // its message is complete: every later copy is dropped anyway
-      dups_[i] = dups_.back();
-      dups_.pop_back();
-      continue;
-    }
-    ++i;
-  }
   if (!s.sizeKnown) {
     if (h.total > s.capacity) return Status::kInvalidUsage;  // message larger than the posted buffer
     s.size = h.total;
+    s.chunkBytes = h.chunkBytes;
+    s.chunks = chunkCount(h.total, h.chunkBytes);  // <= kMaxChunksPerMessage (validChunkHeader)
+    std::fill_n(s.bits, (s.chunks + 63) / 64, uint64_t{0});
     s.sizeKnown = true;
-  } else if (h.total != s.size) {
+  } else if (h.total != s.size || h.chunkBytes != s.chunkBytes) {
     return Status::kInternalError;
   }
+  const uint64_t k = h.offset / s.chunkBytes;
+  st.discard = s.done || ((s.bits[k / 64] >> (k % 64)) & 1) != 0;  // a copy of a placed chunk
   return Status::kOk;
 }
 
-// Stream `k` died at the sender; everything from byte `pos` on it is resent elsewhere. Chunks already
-// taken from it at or after `pos` become duplicates to drop; a chunk half read from there is abandoned.
+// The stream's chunk is read whole into its buffer: its bit is set, and any other copy of it still being
+// read is drained from now on (its message may be complete, and NCCL may reuse the buffer at once).
+void RecvComm::place(Stream& st) {
+  RecvSlot& s = *st.slot;
+  const uint64_t k = st.hdr.offset / s.chunkBytes;
+  s.bits[k / 64] |= uint64_t{1} << (k % 64);
+  for (Stream& o : streams_) {
+    if (&o != &st && o.routed && !o.discard && o.slot == &s && o.hdr.seq == st.hdr.seq && o.hdr.offset == st.hdr.offset)
+      o.discard = true;
+  }
+  if (++s.placed == s.chunks) {
+    s.done = true;
+    if (++st.req->doneSlots == st.req->n) st.req->complete = true;
+  }
+}
+
+// Stream `k` died at the sender; everything from byte `pos` on it is resent elsewhere, so it is read up to
+// there. Chunks already read past `pos` stay placed (their resent copies find their bits set); a chunk
+// half read from there is abandoned (its resend writes it whole).
 Status RecvComm::applyCut(int k, uint64_t pos) {
   Stream& st = streams_[static_cast<size_t>(k)];
   if (st.cutAt != UINT64_MAX) return Status::kOk;  // the same notice from another stream (a stream dies once)
   st.cutAt = pos;
   if (st.pos <= pos) return Status::kOk;  // it will stop there
-  for (int i = 0; i < st.seenCount; ++i) {
-    const Seen& s = st.seen[i];
-    if (s.start >= pos && dups_.size() < dups_.capacity()) dups_.push_back(Dup{s.seq, s.offset});
-  }
   if (st.hdrGot > 0 && st.itemStart >= pos) {
-    // As in applySkip: a half-read duplicate of a placed chunk makes its next copy a duplicate too.
-    if (st.hdrGot == kHdr && st.routed && st.discard && !st.skipped && dups_.size() < dups_.capacity())
-      dups_.push_back(Dup{st.hdr.seq, st.hdr.offset});
     st.hdrGot = 0;
     st.payloadGot = 0;
     st.routed = false;
+    st.discard = false;
   }
   if (st.hdrGot == 0) st.stopped = true;
   return Status::kOk;
 }
 
-// Stream `k` lives on, but the data chunks that start in [from, to) on it were hedged: copies went out
-// on other streams behind this notice. Whichever copy is read second is dropped: originals read already
-// (in `seen`) make their copies duplicates; originals read from now on are skipped, a half-read one
-// included (the copy rewrites its bytes whole). Every stream carries the notice; repeats are ignored.
-Status RecvComm::applySkip(int k, uint64_t from, uint64_t to) {
+// Stream `k` lives on, but the chunks that start in [from, to) on it were copied to other streams. Nothing
+// to do: whichever copy of each is read second finds its bit set. Checked only (ranges only grow, as the
+// sender hedges a stream again only once the peer has acknowledged its last hedged range).
+Status RecvComm::applyHedge(int k, uint64_t from, uint64_t to) {
   Stream& st = streams_[static_cast<size_t>(k)];
-  if (to <= st.skipsTo) return Status::kOk;  // the same notice from another stream (ranges only grow)
-  if (from < st.skipsTo) return Status::kInternalError;
-  st.skipsTo = to;
-  for (int i = 0; i < st.seenCount; ++i) {
-    const Seen& s = st.seen[i];
-    if (s.start >= from && s.start < to && dups_.size() < dups_.capacity()) dups_.push_back(Dup{s.seq, s.offset});
-  }
-  if (st.hdrGot == kHdr && st.itemStart >= from && st.itemStart < to && !st.skipped) {
-    // A copy that duplicates a placed one (its dup entry is used up) makes the hedged copy a duplicate.
-    if (st.discard && dups_.size() < dups_.capacity()) dups_.push_back(Dup{st.hdr.seq, st.hdr.offset});
-    st.discard = st.skipped = true;
-    st.routed = true;  // mid-payload, or routed later: either way it is drained from here on
-  }
-  if (st.pos >= to) return Status::kOk;  // nothing of the range is left to read
-  if (st.nSkips == kMaxSkips) return Status::kInternalError;  // the sender hedges again only once acknowledged
-  st.skips[st.nSkips++] = Skip{from, to};
+  if (to <= st.hedgedTo) return Status::kOk;  // the same notice from another stream
+  if (from < st.hedgedTo) return Status::kInternalError;
+  st.hedgedTo = to;
   return Status::kOk;
-}
-
-// Whether the data chunk whose header was just read lies in a hedged range; ranges already passed go.
-bool RecvComm::inSkip(Stream& st) const {
-  int keep = 0;
-  bool in = false;
-  for (int i = 0; i < st.nSkips; ++i) {
-    const Skip s = st.skips[i];
-    in = in || (st.itemStart >= s.from && st.itemStart < s.to);
-    if (st.pos < s.to) st.skips[keep++] = s;
-  }
-  st.nSkips = keep;
-  return in;
 }
 
 Status RecvComm::readSome(Stream& st) {
@@ -315,15 +211,11 @@ Status RecvComm::readSome(Stream& st) {
       if (st.hdr.kind == static_cast<uint16_t>(ChunkKind::kCut)) {
         st.hdrGot = 0;
         const ChunkHeader h = st.hdr;
-        Status s = h.total == 0 ? applyCut(h.cutStream, h.offset) : applySkip(h.cutStream, h.offset, h.total);
+        Status s = h.total == 0 ? applyCut(h.cutStream, h.offset) : applyHedge(h.cutStream, h.offset, h.total);
         if (s != Status::kOk) return s;
         continue;
       }
-      st.discard = st.skipped = false;
-      if (st.nSkips > 0 && inSkip(st)) {  // a hedged original: its copy places it (checked before the dups)
-        st.discard = st.skipped = true;
-        st.routed = true;
-      }
+      st.discard = false;
     }
     if (!st.routed) {
       bool wait = false;
@@ -350,27 +242,12 @@ Status RecvComm::readSome(Stream& st) {
     }
     if (st.discard) {
       ++dropped_;
-      skipped_ += st.skipped ? 1 : 0;
     } else {
-      RecvSlot& s = *st.slot;
-      s.got += h.len;
-      if (s.got > s.size) return Status::kInternalError;  // never complete on double-counted bytes
-      if (s.got == s.size) {
-        s.done = true;
-        if (++st.req->doneSlots == st.req->n) st.req->complete = true;
-      }
-    }
-    // Remembered whenever some copy of the chunk is placed (this one, or an earlier one it duplicated),
-    // so that a cut over this position turns a further copy into a duplicate. Not a skipped original:
-    // its placing copy may still be on the way.
-    if (!st.skipped) {
-      st.seen[st.seenNext] = Seen{h.seq, h.offset, st.itemStart};
-      st.seenNext = (st.seenNext + 1) % kStreamRing;
-      st.seenCount = std::min(st.seenCount + 1, kStreamRing);
+      place(st);
     }
     st.hdrGot = 0;
     st.routed = false;
-    st.discard = st.skipped = false;
+    st.discard = false;
   }
 }
 

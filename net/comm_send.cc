@@ -7,7 +7,6 @@
 #include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -82,7 +81,8 @@ SendRequest* SendComm::post(const void* data, size_t size, int tag) {
   r.size = size;
   r.tag = tag;
   r.seq = posted_;
-  r.need = size == 0 ? 1 : (size + opt_.chunkBytes - 1) / opt_.chunkBytes;
+  r.chunkBytes = messageChunkBytes(size, opt_.chunkBytes);
+  r.need = chunkCount(size, r.chunkBytes);
   r.done = 0;
   r.complete = false;
   r.reported = false;
@@ -280,7 +280,7 @@ void SendComm::startChunk(Stream& st, uint64_t nowNs) {
   } else {
     req = &reqs_[pullSeq_ % kMaxSendRequests];
     offset = pullOffset_;
-    len = std::min<uint64_t>(opt_.chunkBytes, req->size - pullOffset_);
+    len = std::min<uint64_t>(req->chunkBytes, req->size - pullOffset_);
     pullOffset_ += len;
     if (pullOffset_ >= req->size) {
       ++pullSeq_;
@@ -289,7 +289,7 @@ void SendComm::startChunk(Stream& st, uint64_t nowNs) {
   }
   if (st.written == st.acked) st.lastProgressNs = nowNs;  // the stall clock starts with the first byte out
   st.hdr = ChunkHeader{req->seq, req->size, offset, static_cast<uint32_t>(len), req->tag,
-                       static_cast<uint16_t>(ChunkKind::kData), 0, 0};
+                       static_cast<uint16_t>(ChunkKind::kData), 0, req->chunkBytes};
   st.payload = req->data + offset;
   st.sent = 0;
   st.total = kHdr + len;
@@ -303,8 +303,7 @@ void SendComm::startChunk(Stream& st, uint64_t nowNs) {
 void SendComm::tcpInfo(int rail, uint32_t* rttUs, uint64_t* retransmits) const {
   *rttUs = 0;
   *retransmits = 0;
-  const size_t n = published_.load(std::memory_order_acquire);  // may run on the telemetry thread
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < streams_.size(); ++i) {
     const Stream& st = streams_[i];
     if (st.s.rail != rail || !st.up) continue;
     tcp_info info{};
@@ -350,9 +349,9 @@ Status SendComm::progress() {
     for (const Stream& st : streams_) {
       if (st.up && !st.writing && st.nCuts == 0 && st.count < kStreamRing) canTake_[st.s.rail] = true;
     }
-    uint64_t next = resendCount_ > 0 ? resend_[resendHead_].len
-                                     : std::min<uint64_t>(opt_.chunkBytes, reqs_[pullSeq_ % kMaxSendRequests].size -
-                                                                               pullOffset_);
+    const SendRequest& pull = reqs_[pullSeq_ % kMaxSendRequests];
+    const uint64_t next = resendCount_ > 0 ? resend_[resendHead_].len
+                                           : std::min<uint64_t>(pull.chunkBytes, pull.size - pullOffset_);
     const int rail = sched_.pick(canTake_, next + kHdr, now);
     if (rail < 0) break;
     size_t best = streams_.size();
@@ -370,144 +369,6 @@ Status SendComm::progress() {
   if (failed_ == Status::kOk) reopen(now);
   sched_.tick(now);
   return failed_;
-}
-
-// The receiver's advertised reopen ports: the first complete advertisement read from any stream's reverse
-// direction (each stream carries the same one; it is the only thing the receiver writes).
-bool SendComm::readAdvert() {
-  for (Stream& st : streams_) {
-    while (!st.advGone && st.s.fd >= 0 && st.advGot < sizeof(ReopenAdvert)) {
-      ssize_t n = recv(st.s.fd, reinterpret_cast<char*>(&st.adv) + st.advGot, sizeof(ReopenAdvert) - st.advGot,
-                       MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && wouldBlock(errno)) break;
-      if (n <= 0) {
-        st.advGone = true;
-        break;
-      }
-      st.advGot += static_cast<size_t>(n);
-    }
-    if (st.advGot == sizeof(ReopenAdvert)) {
-      if (st.adv.magic != kReopenMagic) {
-        st.advGone = true;
-        continue;
-      }
-      std::copy(std::begin(st.adv.ports), std::end(st.adv.ports), std::begin(ports_));
-      havePorts_ = true;
-      return true;
-    }
-  }
-  return false;
-}
-
-void SendComm::openFailed(uint64_t nowNs) {
-  close(opening_.fd);
-  opening_.fd = -1;
-  Stream& dead = streams_[opening_.dead];
-  dead.backoffNs = std::min(kReopenMaxNs, 2 * dead.backoffNs);
-  dead.reviveAtNs = nowNs + dead.backoffNs;
-}
-
-// Reconnect a dead stream: one attempt in flight at a time, each step a non-blocking syscall. The new
-// stream takes the next unused index (so no cut notice or position can be mistaken for the old one's).
-void SendComm::reopen(uint64_t nowNs) {
-  if (!target_.enabled) return;
-  if (opening_.fd >= 0) {
-    stepOpening(nowNs);
-    return;
-  }
-  if (streams_.size() >= static_cast<size_t>(kMaxStreams)) return;  // every index of the connection used
-  size_t dead = streams_.size();
-  for (size_t i = 0; i < streams_.size() && dead == streams_.size(); ++i) {
-    const Stream& st = streams_[i];
-    if (!st.up && !st.replaced && st.reviveAtNs != 0 && nowNs >= st.reviveAtNs) dead = i;
-  }
-  if (dead == streams_.size()) return;
-  Stream& d = streams_[dead];
-  const int rail = d.s.rail;
-  if (rail >= target_.nRails || rail >= sched_.rails()) {
-    d.replaced = true;  // never reopened
-    return;
-  }
-  if (!havePorts_ && !readAdvert()) {
-    d.reviveAtNs = nowNs + d.backoffNs;  // not there yet (or a receiver without listeners): later
-    return;
-  }
-  if (ports_[rail] == 0) {
-    d.replaced = true;  // the receiver has no listener on this rail
-    return;
-  }
-  sockaddr_storage peer = target_.peer[rail];
-  if (peer.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&peer)->sin_port = ports_[rail];
-  else reinterpret_cast<sockaddr_in6*>(&peer)->sin6_port = ports_[rail];
-  opening_ = Opening{};
-  opening_.dead = dead;
-  opening_.startNs = nowNs;
-  opening_.hello = Hello{kHelloMagic, static_cast<uint16_t>(streams_.size()), static_cast<uint16_t>(kMaxStreams),
-                         static_cast<uint16_t>(rail), kHelloReopen, 0, target_.connId};
-  opening_.fd = socket(peer.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (opening_.fd < 0) {
-    d.backoffNs = std::min(kReopenMaxNs, 2 * d.backoffNs);
-    d.reviveAtNs = nowNs + d.backoffNs;
-    return;
-  }
-  int one = 1;
-  setsockopt(opening_.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (target_.localLen[rail] > 0)
-    (void)bind(opening_.fd, reinterpret_cast<const sockaddr*>(&target_.local[rail]), target_.localLen[rail]);
-  if (::connect(opening_.fd, reinterpret_cast<const sockaddr*>(&peer), target_.peerLen[rail]) != 0 &&
-      errno != EINPROGRESS) {
-    openFailed(nowNs);  // e.g. the rail's link is still down: no route
-    return;
-  }
-  stepOpening(nowNs);
-}
-
-void SendComm::stepOpening(uint64_t nowNs) {
-  if (!opening_.connected) {
-    pollfd p{opening_.fd, POLLOUT, 0};
-    if (poll(&p, 1, 0) <= 0) {
-      if (nowNs - opening_.startNs > opt_.railTimeoutNs) openFailed(nowNs);  // SYNs unanswered
-      return;
-    }
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt(opening_.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
-      openFailed(nowNs);
-      return;
-    }
-    opening_.connected = true;
-  }
-  while (opening_.helloSent < sizeof(Hello)) {
-    ssize_t w = send(opening_.fd, reinterpret_cast<const char*>(&opening_.hello) + opening_.helloSent,
-                     sizeof(Hello) - opening_.helloSent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && wouldBlock(errno)) return;
-    if (w < 0) {
-      openFailed(nowNs);
-      return;
-    }
-    opening_.helloSent += static_cast<size_t>(w);
-  }
-  // Up: a fresh stream at byte 0 (the hello is not counted, as at setup); it carries only new chunks.
-  // The old stream ends: its receiver reads what it needs (up to the cut position, all acknowledged) and
-  // then sees the end of the stream instead of idling on it. shutdown, not close: the fd number stays
-  // ours until the comm closes (the rail registry reads TCP_INFO on the fds it saw at setup).
-  Stream& old = streams_[opening_.dead];
-  const int rail = old.s.rail;
-  old.replaced = true;
-  old.advGone = true;
-  (void)shutdown(old.s.fd, SHUT_WR);
-  Stream& st = streams_.emplace_back();  // reserved: no allocation
-  st.s = StreamFd{opening_.fd, rail};
-  st.lastProgressNs = nowNs;
-  st.advGone = true;  // the receiver advertises on its first streams only
-  tuneStream(st.s.fd, opt_.railTimeoutNs);
-  opening_.fd = -1;
-  ++streamsUp_;
-  sched_.markUp(rail, nowNs);
-  published_.store(streams_.size(), std::memory_order_release);
-  reopened_.store(reopened_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
 }
 
 }  // namespace wirewise::net

@@ -21,7 +21,6 @@ struct Entry {
   void* comm = nullptr;
   std::string peer;
   std::vector<std::string> labels;
-  std::vector<StreamFd> streams;  // fds stay open until closeSend, which unregisters first
 };
 
 // Never destroyed: NCCL's proxy thread may close comms while the process exits.
@@ -36,34 +35,17 @@ Registry& registry() {
   return *r;
 }
 
-// Which of the peer's rails the stream reached: its peer address and port are that rail's listener.
-int railOf(int fd, const NetHandle& h, int fallback) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return fallback;
-  for (int r = 0; r < h.nRails; ++r) {
-    const HandleAddr& a = h.rails[r];
-    if (ss.ss_family != a.family) continue;
-    if (ss.ss_family == AF_INET) {
-      const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
-      if (in->sin_port == a.port && std::memcmp(&in->sin_addr, a.addr, 4) == 0) return r;
-    } else if (ss.ss_family == AF_INET6) {
-      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
-      if (in6->sin6_port == a.port && std::memcmp(&in6->sin6_addr, a.addr, 16) == 0) return r;
-    }
-  }
-  return fallback;
-}
-
 std::string peerOf(const NetHandle& h) {
   char buf[INET6_ADDRSTRLEN] = "?";
   if (h.nRails > 0) inet_ntop(h.rails[0].family, h.rails[0].addr, buf, sizeof buf);
   return buf;
 }
 
-// Under the registry lock: the fds cannot be closed meanwhile.
-void readTcpInfo(const Entry& e, CommTelemetry* t) {
-  for (const StreamFd& s : e.streams) {
+// Under the registry lock: the comm and its fds cannot close meanwhile. Streams reopened after a rail came
+// back count too: the comm publishes them once whole.
+void readTcpInfo(const SendComm& sc, CommTelemetry* t) {
+  for (size_t i = 0; i < sc.publishedStreams(); ++i) {
+    const StreamFd s = sc.publishedStream(i);
     if (s.rail < 0 || s.rail >= t->rails) continue;
     tcp_info info{};
     socklen_t len = sizeof info;
@@ -102,10 +84,6 @@ void registerSendComm(void* sendComm, const Device& local, const void* handle) {
   e.comm = sendComm;
   e.peer = peerOf(h);
   e.labels = railLabels(local, sc->scheduler().rails());
-  for (size_t i = 0; i < sc->streamCount(); ++i) {
-    const int fd = sc->streamFd(i);
-    e.streams.push_back({fd, railOf(fd, h, static_cast<int>(i % static_cast<size_t>(h.nRails)))});
-  }
   static std::once_flag installed;
   std::call_once(installed, [] { Runtime::setRailSource(&railReadings); });
   Registry& r = registry();
@@ -150,7 +128,7 @@ std::vector<OpenSendComm> openSendComms() {
       if (it == r.entries.end()) break;
       next = it->first + 1;
       if (!sendTelemetry(it->second.comm, &c.telemetry)) continue;
-      readTcpInfo(it->second, &c.telemetry);
+      readTcpInfo(*static_cast<const SendComm*>(it->second.comm), &c.telemetry);
       c.id = it->first;
       c.peer = it->second.peer;
       c.labels = it->second.labels;

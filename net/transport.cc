@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "net/comm.h"
+#include "net/engine.h"
 #include "net/rail_registry.h"
 #include "net/setup.h"
 #include "runtime/settings.h"
@@ -45,6 +46,8 @@ void readNetSettings(TransportConfig* c, IfSettings* rails, LogFn log) {
   c->chunkBytes = static_cast<size_t>(s.netChunkKb) << 10;
   c->railTimeoutMs = static_cast<uint64_t>(s.netRailTimeoutMs);
   c->queueTargetMs = static_cast<uint64_t>(s.netQueueMs);
+  c->hedgeFactor = static_cast<double>(s.netHedge);
+  engine::setEnabled(s.netEngine);  // comms attached from now on
   rails->wirewise = s.netIfnames;
   if (const char* v = processEnv()("NCCL_SOCKET_IFNAME")) rails->nccl = v;
 }
@@ -58,14 +61,14 @@ bool lookupDevice(int dev, Device* out, TransportConfig* config) {
   return true;
 }
 
+LogFn currentLog() {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return g.log;
+}
+
 void warn(const char* msg) {
-  LogFn log = nullptr;
-  {
-    Global& g = global();
-    std::lock_guard<std::mutex> lock(g.mu);
-    log = g.log;
-  }
-  if (log != nullptr) log(msg);
+  if (LogFn log = currentLog()) log(msg);
 }
 
 }  // namespace
@@ -122,7 +125,7 @@ Status getProperties(int dev, DeviceProps* props) {
   props->maxComms = 65536;
   props->maxRecvs = kMaxRecvs;
   props->ptrSupport = kPtrHost;
-  props->maxP2pBytes = 1ull << 40;   // NCCL_MAX_NET_SIZE_BYTES
+  props->maxP2pBytes = kMaxMessageBytes;
   props->maxCollBytes = 512ull << 20;  // MAX_COLLNET_SIZE
   return Status::kOk;
 }
@@ -154,7 +157,17 @@ Status connect(int dev, void* handle, void** sendComm) {
   SendComm* sc = nullptr;
   Status s = connectStep(d, config, handle, &sc);
   if (s != Status::kOk) warn("wirewise net: connect failed");
-  if (sc != nullptr) registerSendComm(sc, d, handle);  // for the runtime's rail telemetry
+  if (sc != nullptr) {
+    // Registered before the engine may drive it: registration reads the comm's streams.
+    registerSendComm(sc, d, handle);  // for the runtime's rail telemetry
+    if (!engine::attachSend(sc, currentLog())) {
+      unregisterSendComm(sc);
+      delete sc;
+      sc = nullptr;
+      s = Status::kSystemError;
+      warn("wirewise net: connect failed (out of memory)");
+    }
+  }
   *sendComm = sc;
   return s;
 }
@@ -165,6 +178,12 @@ Status accept(void* listenComm, void** recvComm) {
   RecvComm* rc = nullptr;
   Status s = acceptStep(lc, &rc);
   if (s != Status::kOk) warn("wirewise net: accept failed");
+  if (rc != nullptr && !engine::attachRecv(rc, currentLog())) {
+    delete rc;
+    rc = nullptr;
+    s = Status::kSystemError;
+    warn("wirewise net: accept failed (out of memory)");
+  }
   *recvComm = rc;
   return s;
 }
@@ -180,24 +199,17 @@ Status regMr(void* comm, void* /*data*/, size_t /*size*/, int type, void** mhand
 Status deregMr(void* /*comm*/, void* /*mhandle*/) { return Status::kOk; }
 
 Status isend(void* sendComm, void* data, size_t size, int tag, void** request) {
-  auto* sc = static_cast<SendComm*>(sendComm);
-  if (sc == nullptr || request == nullptr || (data == nullptr && size > 0)) return Status::kInternalError;
-  SendRequest* r = sc->post(data, size, tag);
-  *request = r;
-  if (r != nullptr) (void)sc->progress();  // a failure sticks to the comm and surfaces from test()
-  return Status::kOk;
+  if (sendComm == nullptr || request == nullptr || (data == nullptr && size > 0)) return Status::kInternalError;
+  if (size > kMaxMessageBytes) return Status::kInvalidArgument;  // beyond what we advertised (and the chunk grid)
+  return engine::isend(static_cast<SendComm*>(sendComm), data, size, tag, request);
 }
 
 Status irecv(void* recvComm, int n, void** data, const size_t* sizes, const int* tags, void** request) {
-  auto* rc = static_cast<RecvComm*>(recvComm);
-  if (rc == nullptr || request == nullptr || n < 1 || n > kMaxRecvs || data == nullptr || sizes == nullptr)
+  if (recvComm == nullptr || request == nullptr || n < 1 || n > kMaxRecvs || data == nullptr || sizes == nullptr)
     return Status::kInternalError;
   for (int i = 0; i < n; ++i)
     if (data[i] == nullptr && sizes[i] > 0) return Status::kInternalError;
-  RecvRequest* r = rc->post(n, data, sizes, tags);
-  *request = r;
-  if (r != nullptr) (void)rc->progress();  // as isend: errors surface from test()
-  return Status::kOk;
+  return engine::irecv(static_cast<RecvComm*>(recvComm), n, data, sizes, tags, request);
 }
 
 Status iflush(void* /*recvComm*/, void** request) {
@@ -206,44 +218,20 @@ Status iflush(void* /*recvComm*/, void** request) {
 }
 
 Status test(void* request, int* done, int* sizes) {
-  auto* base = static_cast<RequestBase*>(request);
-  if (base == nullptr || done == nullptr) return Status::kInternalError;
+  if (request == nullptr || done == nullptr) return Status::kInternalError;
   *done = 0;
-  Status s = Status::kOk;
-  if (base->kind == ReqKind::kSend) {
-    auto* r = static_cast<SendRequest*>(base);
-    auto* sc = static_cast<SendComm*>(r->comm);
-    if (!r->complete) s = sc->progress();
-    if (r->complete) {
-      *done = 1;
-      if (sizes != nullptr) sizes[0] = static_cast<int>(r->size);
-      sc->retire(r);
-      return Status::kOk;
-    }
-  } else if (base->kind == ReqKind::kRecv) {
-    auto* r = static_cast<RecvRequest*>(base);
-    auto* rc = static_cast<RecvComm*>(r->comm);
-    if (!r->complete) s = rc->progress();
-    if (r->complete) {
-      *done = 1;
-      if (sizes != nullptr)
-        for (int i = 0; i < r->n; ++i) sizes[i] = static_cast<int>(r->slots[i].size);
-      rc->retire(r);
-      return Status::kOk;
-    }
-  } else {
-    return Status::kInternalError;
-  }
-  return s;
+  return engine::test(request, done, sizes);
 }
 
 Status closeSend(void* sendComm) {
   unregisterSendComm(sendComm);  // first: no reader may touch the comm or its fds once they close
+  if (sendComm != nullptr) engine::detachSend(static_cast<SendComm*>(sendComm));  // then the engine thread
   delete static_cast<SendComm*>(sendComm);
   return Status::kOk;
 }
 
 Status closeRecv(void* recvComm) {
+  if (recvComm != nullptr) engine::detachRecv(static_cast<RecvComm*>(recvComm));
   delete static_cast<RecvComm*>(recvComm);
   return Status::kOk;
 }
@@ -259,6 +247,7 @@ std::vector<RailStats> sendRailStats(void* sendComm) {
   std::vector<RailStats> out;
   auto* sc = static_cast<SendComm*>(sendComm);
   if (sc == nullptr) return out;
+  engine::BatonHold hold(sc);  // the scheduler's working state: the engine must not be inside
   const RailScheduler& s = sc->scheduler();
   for (int r = 0; r < s.rails(); ++r) {
     RailStats rs;

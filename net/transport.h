@@ -2,9 +2,11 @@
 //
 // Semantics follow NCCL's net plugin contract (nccl-abi.md §5): listen/connect/accept never block
 // (connect and accept return a null comm until the connection is complete), isend/irecv return a null
-// request when a comm already has kMaxRequests in flight, progress is driven from test() on NCCL's
-// proxy progress thread, and no call ever throws or aborts. One connection = several TCP streams (one or
-// more per rail); messages are cut into chunks that a weighted scheduler spreads over idle streams.
+// request when a comm already has kMaxRequests in flight, and no call ever throws or aborts. Progress
+// runs on the transport's engine thread (net/engine.h) and, whenever the comm is free, inside isend,
+// irecv and test on NCCL's proxy thread; the two hand requests and completions over without locks. One
+// connection = several TCP streams (one or more per rail); messages are cut into chunks that a weighted
+// scheduler spreads over idle streams.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +26,7 @@ inline constexpr int kMaxRequests = 32;    // NCCL_NET_MAX_REQUESTS: in flight p
 inline constexpr int kMaxRecvs = 8;        // buffers per irecv (n), matched to messages by tag
 inline constexpr size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
 inline constexpr int kPtrHost = 0x1;       // NCCL_PTR_HOST
+inline constexpr uint64_t kMaxMessageBytes = 1ull << 40;  // maxP2pBytes (NCCL_MAX_NET_SIZE_BYTES)
 
 // The hedging factor the tests and benchmarks use when they turn hedging on.
 inline constexpr double kHedgeFactorOn = 4.0;
@@ -36,8 +39,7 @@ struct TransportConfig {
   uint64_t railTimeoutMs = 2000;
   uint64_t queueTargetMs = 30;     // bytes outstanding per rail: at most this long at its measured rate
   // Copy the chunks queued on a rail that slowed down to the others when it would take this many times
-  // longer to deliver them (net/comm.h, "hedging"); 0: never. Off until a receiver can prove a message
-  // whole without its bounded duplicate memory (docs/net-plugin.md, "hedging"): kHedgeFactorOn turns it on.
+  // longer to deliver them (net/comm.h, "hedging"); 0: never (the default; WIREWISE_NET_HEDGE sets it).
   double hedgeFactor = 0.0;
 };
 

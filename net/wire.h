@@ -14,7 +14,7 @@ namespace wirewise::net {
 
 inline constexpr uint32_t kHandleMagic = 0x57574e31;  // "WWN1"
 inline constexpr uint32_t kHelloMagic = 0x57574831;   // "WWH1"
-inline constexpr uint8_t kHandleVersion = 4;          // 4: a receiver advertises reopen ports; streams can be reopened
+inline constexpr uint8_t kHandleVersion = 5;          // 5: chunk headers carry the message's chunk size
 inline constexpr uint32_t kReopenMagic = 0x57575231;   // "WWR1"
 inline constexpr uint16_t kHelloReopen = 1;           // Hello::reserved of a stream that replaces a dead one
 inline constexpr int kMaxRails = 4;
@@ -64,6 +64,23 @@ static_assert(sizeof(ReopenAdvert) == 16);
 
 enum class ChunkKind : uint16_t { kData = 1, kCut = 2 };
 
+// A message is cut at multiples of its chunk size, so a chunk is named by its index (offset / chunkBytes)
+// and the receiver keeps one bit per chunk: a copy whose bit is set is dropped, and the message is whole
+// when every bit is. The bitmap is fixed per posted buffer, so messages have at most kMaxChunksPerMessage
+// chunks: larger ones use larger chunks (messageChunkBytes).
+inline constexpr uint64_t kMaxChunksPerMessage = 4096;
+
+inline uint64_t chunkCount(uint64_t total, uint64_t chunkBytes) {
+  return total == 0 ? 1 : (total + chunkBytes - 1) / chunkBytes;
+}
+
+// The sender's chunk size for a message: the configured one, or larger when the message would otherwise
+// need more than kMaxChunksPerMessage chunks (1 GiB at 256 KiB). configured is 4 KiB..1 GiB (settings).
+inline uint32_t messageChunkBytes(uint64_t size, uint64_t configured) {
+  const uint64_t least = (size + kMaxChunksPerMessage - 1) / kMaxChunksPerMessage;
+  return static_cast<uint32_t>(configured > least ? configured : least);
+}
+
 // Precedes every chunk. seq numbers messages in isend order; a zero-byte message is one chunk of len 0.
 // A kCut notice (no payload) tells the receiver that chunks of stream `cutStream` from byte `offset` on are
 // resent on other streams. total 0: the stream died at the sender, nothing at or after `offset` may be
@@ -77,7 +94,7 @@ struct ChunkHeader {
   int32_t tag;
   uint16_t kind;
   uint16_t cutStream;
-  uint32_t reserved;
+  uint32_t chunkBytes;  // data: the message's chunk size (every chunk but the last is this long); cut: 0
 };
 static_assert(sizeof(ChunkHeader) == 40);
 
@@ -103,8 +120,12 @@ inline bool validHello(const Hello& h) {
 inline bool validChunkHeader(const ChunkHeader& h, int nStreams) {
   if (h.kind == static_cast<uint16_t>(ChunkKind::kCut))
     return h.len == 0 && h.cutStream < nStreams && (h.total == 0 || h.total > h.offset);
-  if (h.kind != static_cast<uint16_t>(ChunkKind::kData)) return false;
-  return h.offset <= h.total && h.len <= h.total - h.offset && (h.len > 0 || h.total == 0);
+  if (h.kind != static_cast<uint16_t>(ChunkKind::kData) || h.chunkBytes == 0) return false;
+  if (h.total == 0) return h.offset == 0 && h.len == 0;
+  if (chunkCount(h.total, h.chunkBytes) > kMaxChunksPerMessage || h.offset >= h.total || h.offset % h.chunkBytes != 0)
+    return false;
+  const uint64_t rest = h.total - h.offset;
+  return h.len == (rest < h.chunkBytes ? rest : h.chunkBytes);  // whole chunks only: one bit names all of it
 }
 
 }  // namespace wirewise::net

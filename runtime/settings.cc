@@ -68,6 +68,12 @@ constexpr SettingDoc kDocs[] = {
      "chunks are resent on the other rails"},
     {"WIREWISE_NET_QUEUE_MS", "int", "30", "1 .. 1000",
      "net face: bytes queued per rail, at most this long at the rail's measured rate"},
+    {"WIREWISE_NET_ENGINE", "enum", "on", "on, off",
+     "net face: the progress thread that drives connections while NCCL's proxy thread is busy elsewhere; "
+     "off leaves all progress to the proxy thread (a box with very few cores)"},
+    {"WIREWISE_NET_HEDGE", "int", "0", "0 .. 100",
+     "net face: copy a slowed rail's queued chunks to the other rails when it would take this many times "
+     "longer to deliver them; 0 turns hedging off"},
     {"WIREWISE_COLLECT_MS", "int", "1000", "0, or 100 .. 600000",
      "link collectors (IB/RoCE, netdev, TCP, NVML): sampling period in milliseconds; 0 turns them off"},
     {"WIREWISE_CUPTI", "enum", "off", "off, on",
@@ -88,6 +94,21 @@ const SettingDoc& docOf(std::string_view name) {
   for (const auto& d : kDocs)
     if (name == d.name) return d;
   return kDocs[0];  // unreachable: names below are the registry's own
+}
+
+// on/off (or 1/0); anything else is one WARN and the default already in *out.
+void readSwitch(const EnvSource& env, const char* name, bool* out, std::vector<std::string>* warnings) {
+  const char* c = env(name);
+  if (c == nullptr || *c == '\0') return;
+  const std::string v(c);
+  if (v == "on" || v == "1") {
+    *out = true;
+  } else if (v == "off" || v == "0") {
+    *out = false;
+  } else {
+    warnings->push_back("ignoring " + std::string(name) + "=\"" + v + "\": accepted values are " +
+                        describe(docOf(name)) + "; using the default " + (*out ? "on" : "off"));
+  }
 }
 
 void readInt(const EnvSource& env, const char* name, int64_t lo, int64_t hi, int64_t* out,
@@ -201,6 +222,7 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
   readInt(env, "WIREWISE_NET_CHUNK_KB", 4, 1 << 20, &s.netChunkKb, warnings);
   readInt(env, "WIREWISE_NET_RAIL_TIMEOUT_MS", 200, 600000, &s.netRailTimeoutMs, warnings);
   readInt(env, "WIREWISE_NET_QUEUE_MS", 1, 1000, &s.netQueueMs, warnings);
+  readInt(env, "WIREWISE_NET_HEDGE", 0, 100, &s.netHedge, warnings);
   if (const char* v = env("WIREWISE_NET_IFNAMES"); v && *v) s.netIfnames = v;  // checked by the net face
   readInt(env, "WIREWISE_PROBE_SPACING", 8, 1 << 20, &s.probeSpacing, warnings);
   readInt(env, "WIREWISE_COLLECT_MS", 0, 600000, &s.collectMs, warnings);
@@ -209,24 +231,9 @@ Settings readSettings(const EnvSource& env, const std::string& host, long pid, s
                         ": accepted range is 0, or 100 .. 600000; using the default 1000");
     s.collectMs = 1000;
   }
-  if (const char* c = env("WIREWISE_CUPTI"); c && *c) {
-    std::string v(c);
-    if (v == "on" || v == "1")
-      s.cupti = true;
-    else if (v == "off" || v == "0")
-      s.cupti = false;
-    else
-      warnings->push_back("ignoring WIREWISE_CUPTI=\"" + v + "\": accepted values are " +
-                          describe(docOf("WIREWISE_CUPTI")) + "; using the default off");
-  }
-  if (const char* c = env("WIREWISE_NET_PATHS"); c && *c) {
-    std::string v(c);
-    if (v == "on" || v == "1")
-      s.netPaths = true;
-    else if (v != "off" && v != "0")
-      warnings->push_back("ignoring WIREWISE_NET_PATHS=\"" + v + "\": accepted values are " +
-                          describe(docOf("WIREWISE_NET_PATHS")) + "; using the default off");
-  }
+  readSwitch(env, "WIREWISE_CUPTI", &s.cupti, warnings);
+  readSwitch(env, "WIREWISE_NET_PATHS", &s.netPaths, warnings);
+  readSwitch(env, "WIREWISE_NET_ENGINE", &s.netEngine, warnings);
   if (const char* r = env("WIREWISE_SYSFS_ROOT"); r && *r) s.sysfsRoot = r;
   if (const char* w = env("WIREWISE_WIRING"); w && *w) s.wiring = expandLogPath(w, env, host, pid);
   readReal(env, "WIREWISE_EXPLORE_SHARE", 0, 0.2, &s.exploreShare, warnings);

@@ -55,6 +55,8 @@ struct Settings {
   int64_t netChunkKb = 256;        // WIREWISE_NET_CHUNK_KB
   int64_t netRailTimeoutMs = 2000; // WIREWISE_NET_RAIL_TIMEOUT_MS
   int64_t netQueueMs = 30;         // WIREWISE_NET_QUEUE_MS
+  int64_t netHedge = 0;            // WIREWISE_NET_HEDGE (0: off)
+  bool netEngine = true;           // WIREWISE_NET_ENGINE
   std::string netIfnames;          // WIREWISE_NET_IFNAMES, raw; "" = NCCL_SOCKET_IFNAME's (net/devices.h parses)
 };
 

@@ -15,7 +15,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
+
+#include "telemetry/mpsc_ring.h"
 
 namespace wirewise {
 
@@ -29,7 +30,7 @@ struct LaunchRecord {
   uint64_t seq = 0;            // first claimed Coll's seqNumber (per collective type in NCCL)
 };
 
-// Dmitry Vyukov's bounded queue (as SampleRing in lockfree.h), with claimable collective fields.
+// A bounded MPSC ring of launches (telemetry/mpsc_ring.h), with claimable collective fields.
 class LaunchRing {
  public:
   explicit LaunchRing(size_t minCapacity);  // rounded up to a power of two; allocates here only
@@ -41,13 +42,12 @@ class LaunchRing {
   // Single consumer: the oldest launch if its order <= limit and it is fully written.
   bool pop(uint64_t limit, LaunchRecord* out) noexcept;
 
-  uint64_t pushed() const noexcept { return enqueuePos_.load(std::memory_order_acquire); }  // orders reserved
+  uint64_t pushed() const noexcept { return ring_.reserved(); }  // orders reserved
   uint64_t lost() const noexcept { return lost_.load(std::memory_order_relaxed); }
-  size_t capacity() const { return mask_ + 1; }
+  size_t capacity() const { return ring_.capacity(); }
 
  private:
-  struct Cell {
-    std::atomic<uint64_t> seq{0};
+  struct Slot {
     uint64_t commId = 0;
     uintptr_t stream = 0;
     int32_t rank = -1;
@@ -56,12 +56,10 @@ class LaunchRing {
     std::atomic<const char*> func{nullptr};
     std::atomic<uint64_t> collSeq{0};
   };
-  static_assert(sizeof(Cell) == 48, "the runtime sizes its ring by this");
-  std::unique_ptr<Cell[]> cells_;
-  size_t mask_;
-  alignas(64) std::atomic<uint64_t> enqueuePos_{0};
+  static_assert(sizeof(MpscRing<Slot>::Cell) == 48, "the runtime sizes its ring by this");
+  MpscRing<Slot> ring_;
+  // Written only when the ring is full; lies past the ring's consumer line, off the producers' hot line.
   std::atomic<uint64_t> lost_{0};
-  alignas(64) uint64_t dequeuePos_ = 0;
 };
 
 // Per communicator: pushes its launches and lets the launching thread's next Coll events claim the last one.
@@ -70,9 +68,15 @@ class CommLaunchRecorder {
   CommLaunchRecorder(LaunchRing* ring, uint64_t commId, int rank) : ring_(ring), commId_(commId), rank_(rank) {}
   bool enabled() const { return ring_ != nullptr; }
   void onKernelLaunch(const void* stream) noexcept;
-  void onColl(const char* func, uint64_t seq) noexcept;
+  // Every Coll event calls this; inline so that the usual case, no CUPTI matching (null ring), costs one
+  // predictable branch and no call.
+  void onColl(const char* func, uint64_t seq) noexcept {
+    if (ring_ != nullptr) claimColl(func, seq);
+  }
 
  private:
+  void claimColl(const char* func, uint64_t seq) noexcept;
+
   LaunchRing* ring_;
   uint64_t commId_;
   int rank_;

@@ -31,41 +31,14 @@ void IndexFreeList::push(uint32_t idx) noexcept {
   }
 }
 
-SampleRing::SampleRing(size_t minCapacity) {
-  size_t cap = 2;
-  while (cap < minCapacity) cap <<= 1;
-  cells_.reset(new Cell[cap]);
-  mask_ = cap - 1;
-  for (size_t i = 0; i < cap; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
-}
+SampleRing::SampleRing(size_t minCapacity) : ring_(minCapacity) {}
 
 bool SampleRing::push(const CollSample& s) noexcept {
-  uint64_t pos = enqueuePos_.load(std::memory_order_relaxed);
-  for (;;) {
-    Cell& cell = cells_[pos & mask_];
-    uint64_t seq = cell.seq.load(std::memory_order_acquire);
-    int64_t dif = static_cast<int64_t>(seq) - static_cast<int64_t>(pos);
-    if (dif == 0) {
-      if (enqueuePos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        cell.sample = s;
-        cell.seq.store(pos + 1, std::memory_order_release);
-        return true;
-      }
-    } else if (dif < 0) {
-      return false;  // the consumer has not freed this cell yet: full
-    } else {
-      pos = enqueuePos_.load(std::memory_order_relaxed);
-    }
-  }
+  return ring_.push([&s](CollSample& cell, uint64_t) { cell = s; });
 }
 
 bool SampleRing::pop(CollSample* out) noexcept {
-  Cell& cell = cells_[dequeuePos_ & mask_];
-  if (cell.seq.load(std::memory_order_acquire) != dequeuePos_ + 1) return false;
-  *out = cell.sample;
-  cell.seq.store(dequeuePos_ + mask_ + 1, std::memory_order_release);
-  ++dequeuePos_;
-  return true;
+  return ring_.pop([out](CollSample& cell, uint64_t) { *out = cell; });
 }
 
 }  // namespace wirewise

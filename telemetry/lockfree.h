@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "telemetry/coll_sample.h"
+#include "telemetry/mpsc_ring.h"
 
 namespace wirewise {
 
@@ -25,23 +26,16 @@ class IndexFreeList {
   std::atomic<uint64_t> head_{kNil};
 };
 
-// Dmitry Vyukov's bounded queue: any number of producers, one consumer. Capacity is a power of two.
+// Bounded MPSC ring of samples (telemetry/mpsc_ring.h). Capacity is a power of two.
 class SampleRing {
  public:
   explicit SampleRing(size_t minCapacity);
   bool push(const CollSample& s) noexcept;  // false when full
   bool pop(CollSample* out) noexcept;       // single consumer only; false when empty
-  size_t capacity() const { return mask_ + 1; }
+  size_t capacity() const { return ring_.capacity(); }
 
  private:
-  struct Cell {
-    std::atomic<uint64_t> seq{0};
-    CollSample sample;
-  };
-  std::unique_ptr<Cell[]> cells_;
-  size_t mask_;
-  alignas(64) std::atomic<uint64_t> enqueuePos_{0};
-  alignas(64) uint64_t dequeuePos_ = 0;
+  MpscRing<CollSample> ring_;
 };
 
 }  // namespace wirewise

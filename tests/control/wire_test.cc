@@ -109,6 +109,62 @@ TEST(Wire, ReportBatchesRoundTripAndSplitAtTheFrameLimit) {
   EXPECT_FALSE(decodeReports(bad, &out));
 }
 
+// The client's batcher encodes reports straight into the payload: byte for byte what packReports makes
+// of the same reports encoded one by one, including where a payload is split at the frame limit.
+TEST(Wire, ReportBatcherMatchesPackReports) {
+  Report big = evidenceReport();
+  big.samples.assign(kMaxReportSamples, big.samples[0]);
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<Report> reports;
+    const int n = 1 + static_cast<int>(rng() % 60);
+    for (int i = 0; i < n; ++i) {
+      Report r = rng() % 8 == 0 ? big : rng() % 2 ? evidenceReport() : Report{9, 0, 4, 96, 1234, {}, {}, {}};
+      r.memberId = static_cast<uint64_t>(i);
+      reports.push_back(r);
+    }
+    std::vector<std::vector<uint8_t>> enc;
+    ReportBatcher batcher;
+    for (const Report& r : reports) {
+      enc.push_back(encode(r));
+      batcher.add(r);
+    }
+    std::vector<std::vector<uint8_t>> want = packReports(enc), got = batcher.finish();
+    ASSERT_EQ(got, want) << trial;
+    size_t total = 0;
+    std::vector<Report> out;
+    for (const auto& p : got) {
+      EXPECT_LE(4 + kHeaderBytes + p.size() + kMacBytes, 4 + kMaxFrameBytes);
+      ASSERT_TRUE(decodeReports(p, &out));
+      for (const Report& r : out) EXPECT_EQ(r.memberId, total++);
+    }
+    EXPECT_EQ(total, reports.size());
+    EXPECT_TRUE(batcher.finish().empty());  // finish() empties it
+  }
+}
+
+// A connection appends its frames to one buffer: the same bytes as encoding each frame alone.
+TEST(Wire, AppendedFramesEqualSingleFrames) {
+  Pair p;
+  const HmacSha256Key key(p.keys.toServer);
+  std::vector<uint8_t> joined, want;
+  for (uint64_t c = 1; c <= 50; ++c) {
+    std::vector<uint8_t> payload = encode(Report{c, c, 0, 0, 0, {}, {}, {}});
+    if (c % 5 == 0) payload = encode(evidenceReport());
+    appendFrame(&joined, MsgType::Report, c, payload, &key);
+    std::vector<uint8_t> one = encodeFrame(MsgType::Report, c, payload, &key);
+    want.insert(want.end(), one.begin(), one.end());
+  }
+  ASSERT_EQ(joined, want);
+  p.server.append(joined);
+  Frame f;
+  for (uint64_t c = 1; c <= 50; ++c) {
+    ASSERT_EQ(p.server.next(&f), WireError::None) << c;
+    EXPECT_EQ(f.counter, c);
+  }
+  EXPECT_EQ(p.server.next(&f), WireError::NeedMore);
+}
+
 TEST(Wire, ReportsCarryTheirEvidence) {
   Report r = evidenceReport(), r2;
   ASSERT_TRUE(decode(encode(r), &r2));

@@ -29,6 +29,33 @@ TEST(NetSettings, DefaultsMatchTheTransportConfig) {
   EXPECT_TRUE(w.empty());
   EXPECT_EQ(static_cast<uint64_t>(s.netRailTimeoutMs), TransportConfig{}.railTimeoutMs);
   EXPECT_EQ(static_cast<uint64_t>(s.netQueueMs), TransportConfig{}.queueTargetMs);
+  EXPECT_EQ(static_cast<double>(s.netHedge), TransportConfig{}.hedgeFactor);
+}
+
+TEST(NetSettings, TheProgressEngineIsOnUnlessTurnedOff) {
+  std::vector<std::string> w;
+  EXPECT_TRUE(readFrom({}, &w).netEngine);
+  EXPECT_FALSE(readFrom({{"WIREWISE_NET_ENGINE", "off"}}, &w).netEngine);
+  EXPECT_FALSE(readFrom({{"WIREWISE_NET_ENGINE", "0"}}, &w).netEngine);
+  EXPECT_TRUE(readFrom({{"WIREWISE_NET_ENGINE", "on"}}, &w).netEngine);
+  EXPECT_TRUE(w.empty());
+  EXPECT_TRUE(readFrom({{"WIREWISE_NET_ENGINE", "sometimes"}}, &w).netEngine);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("WIREWISE_NET_ENGINE=\"sometimes\""), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("using the default on"), std::string::npos) << w[0];
+}
+
+TEST(NetSettings, HedgingIsOffUnlessAFactorIsGiven) {
+  std::vector<std::string> w;
+  EXPECT_EQ(readFrom({{"WIREWISE_NET_HEDGE", "4"}}, &w).netHedge, 4);
+  EXPECT_EQ(readFrom({{"WIREWISE_NET_HEDGE", "100"}}, &w).netHedge, 100);
+  EXPECT_TRUE(w.empty());
+  for (const char* bad : {"-1", "101", "on", "2.5"}) {
+    w.clear();
+    EXPECT_EQ(readFrom({{"WIREWISE_NET_HEDGE", bad}}, &w).netHedge, 0) << bad;
+    ASSERT_EQ(w.size(), 1u) << bad;
+    EXPECT_NE(w[0].find("0 .. 100"), std::string::npos) << w[0];
+  }
 }
 
 TEST(NetSettings, AcceptedValuesAndTheirBounds) {

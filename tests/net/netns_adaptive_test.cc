@@ -7,11 +7,6 @@
 //  * Rail 1 set down until the sender declared it dead, then up again: the sender reopens its stream and
 //    rail 1 carries bytes again; every byte of every message verified.
 // Root only (network namespaces); skipped otherwise.
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -28,6 +23,7 @@
 
 #include "net/comm.h"
 #include "net/transport.h"
+#include "tests/net/netns_fixture.h"
 #include "tests/net/traffic.h"
 #include "tests/net/transport_util.h"
 
@@ -35,112 +31,10 @@ namespace wirewise::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using testing::Netns;
+using testing::sh;
 using testing::waitDone;
-
-bool sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
-
-Rail rail(const std::string& ifname, const char* ip, int mbps) {
-  Rail r;
-  r.ifname = ifname;
-  auto* in = reinterpret_cast<sockaddr_in*>(&r.addr);
-  in->sin_family = AF_INET;
-  inet_pton(AF_INET, ip, &in->sin_addr);
-  r.addrLen = sizeof(sockaddr_in);
-  r.speedMbps = mbps;
-  return r;
-}
-
-class Netns : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root for network namespaces";
-    if (!sh("command -v ip") || !sh("command -v tc")) GTEST_SKIP() << "needs iproute2 (ip, tc)";
-    tag_ = "wwa" + std::to_string(getpid());
-    a_ = tag_ + "a";
-    b_ = tag_ + "b";
-    if (!sh("ip netns add " + a_)) GTEST_SKIP() << "cannot create network namespaces here";
-    ASSERT_TRUE(sh("ip netns add " + b_));
-    for (int i = 0; i < 2; ++i) {
-      std::string x = x_(i), y = tag_ + "y" + std::to_string(i);
-      if (!sh("ip link add " + x + " type veth peer name " + y)) GTEST_SKIP() << "cannot create veth pairs";
-      ASSERT_TRUE(sh("ip link set " + x + " netns " + a_));
-      ASSERT_TRUE(sh("ip link set " + y + " netns " + b_));
-      ASSERT_TRUE(sh("ip -n " + a_ + " addr add 10.78." + std::to_string(i) + ".1/24 dev " + x));
-      ASSERT_TRUE(sh("ip -n " + b_ + " addr add 10.78." + std::to_string(i) + ".2/24 dev " + y));
-      ASSERT_TRUE(sh("ip -n " + a_ + " link set " + x + " up"));
-      ASSERT_TRUE(sh("ip -n " + b_ + " link set " + y + " up"));
-    }
-    nsA_ = open(("/run/netns/" + a_).c_str(), O_RDONLY | O_CLOEXEC);
-    nsB_ = open(("/run/netns/" + b_).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(nsA_, 0);
-    ASSERT_GE(nsB_, 0);
-    // Device 0: the receiver's addresses (namespace B); device 1: the sender's (namespace A).
-    Device recvDev{"merged-b", {rail(tag_ + "y0", "10.78.0.2", 10000), rail(tag_ + "y1", "10.78.1.2", 10000)}, 20000};
-    Device sendDev{"merged-a", {rail(x_(0), "10.78.0.1", 10000), rail(x_(1), "10.78.1.1", 10000)}, 20000};
-    setDevices({recvDev, sendDev});
-  }
-  void TearDown() override {
-    if (nsA_ >= 0) close(nsA_);
-    if (nsB_ >= 0) close(nsB_);
-    if (!a_.empty()) sh("ip netns del " + a_);
-    if (!b_.empty()) sh("ip netns del " + b_);
-  }
-  std::string x_(int i) const { return tag_ + "x" + std::to_string(i); }
-  void shape(int i, const char* verb, int mbit) {
-    ASSERT_TRUE(sh("tc -n " + a_ + " qdisc " + verb + " dev " + x_(i) + " root tbf rate " + std::to_string(mbit) +
-                   "mbit burst 64kb latency 20ms"));
-  }
-  // Connects sender (namespace A) and receiver (namespace B); each side's thread stays in its namespace
-  // for the rest of its life, so the caller passes the work to do there.
-  template <typename SendFn, typename RecvFn>
-  void run(SendFn sendFn, RecvFn recvFn) {
-    std::promise<std::vector<char>> handle;
-    auto handleReady = handle.get_future();
-    std::thread receiver([&] {
-      if (setns(nsB_, CLONE_NEWNET) != 0) return handle.set_value({});
-      std::vector<char> h(kHandleBytes);
-      void* lc = nullptr;
-      if (listen(0, h.data(), &lc) != Status::kOk) return handle.set_value({});
-      handle.set_value(h);
-      void* rc = nullptr;
-      auto start = Clock::now();
-      while (rc == nullptr && Clock::now() - start < std::chrono::seconds(20))
-        if (accept(lc, &rc) != Status::kOk) break;
-      closeListen(lc);  // as NCCL does right after accept: reopening must not need it
-      recvFn(rc);
-      if (rc != nullptr) closeRecv(rc);
-    });
-    std::thread sender([&] {
-      std::vector<char> h = handleReady.get();
-      void* sc = nullptr;
-      if (!h.empty() && setns(nsA_, CLONE_NEWNET) == 0) {
-        auto start = Clock::now();
-        while (sc == nullptr && Clock::now() - start < std::chrono::seconds(20))
-          if (connect(1, h.data(), &sc) != Status::kOk) break;
-      }
-      sendFn(sc);
-      if (sc != nullptr) closeSend(sc);
-    });
-    sender.join();
-    receiver.join();
-  }
-
- public:
-  void runFns(std::function<void(void*)> sendFn, std::function<void(void*)> recvFn) { run(sendFn, recvFn); }
-  void shapeRail(int i, const char* verb, int mbit) { shape(i, verb, mbit); }
-  void linkDown(int i) { ASSERT_TRUE(sh("ip -n " + a_ + " link set " + x_(i) + " down")); }
-  void linkUp(int i) { ASSERT_TRUE(sh("ip -n " + a_ + " link set " + x_(i) + " up")); }
-
- protected:
-  std::string tag_, a_, b_;
-  int nsA_ = -1, nsB_ = -1;
-};
-
-// Every word of message i differs from every other word of every message in flight: the receiver checks
-// each byte at a fraction of a byte-wise fill's cost.
-uint64_t word(int message, size_t w) {
-  return (static_cast<uint64_t>(message) + 1) * 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(w) * 0xbf58476d1ce4e5b9ull);
-}
+using testing::word;
 
 struct ShapedResult {
   std::string sendError, recvError;
