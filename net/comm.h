@@ -45,18 +45,11 @@
 
 namespace wirewise::net {
 
-enum class ReqKind : uint32_t { kSend = 0x53454e44, kRecv = 0x52454356 };
-
 inline constexpr int kMaxSendRequests = kMaxRequests * kMaxRecvs;  // NCCL: 32 x maxRecvs isends per comm
 inline constexpr int kStreamRing = 64;  // unacknowledged chunks per stream
 static_assert(kMaxChunksPerMessage % 64 == 0, "whole bitmap words per buffer");
 
-struct RequestBase {
-  ReqKind kind;
-  void* comm;
-};
-
-struct SendRequest : RequestBase {
+struct SendRequest {
   const char* data = nullptr;
   uint64_t size = 0;
   int tag = 0;
@@ -82,7 +75,7 @@ struct RecvSlot {
   uint64_t* bits = nullptr; // one bit per placed chunk (kMaxChunksPerMessage bits of the comm's pool)
 };
 
-struct RecvRequest : RequestBase {
+struct RecvRequest {
   uint64_t firstMsg = 0;  // the sender's sequence number of the message for slots[0]'s turn
   int n = 0;
   int assigned = 0;

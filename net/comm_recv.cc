@@ -32,10 +32,6 @@ RecvComm::RecvComm(std::vector<StreamFd> streams, uint64_t railTimeoutNs, uint64
     tuneStream(streams[i].fd, railTimeoutNs);
   }
   if (connId != 0) openReopenListeners();
-  for (RecvRequest& r : reqs_) {
-    r.kind = ReqKind::kRecv;
-    r.comm = this;
-  }
 }
 
 RecvComm::~RecvComm() {

@@ -62,10 +62,6 @@ SendComm::SendComm(std::vector<StreamFd> streams, int nRails, const std::vector<
   for (const Stream& st : streams_) streamsUp_ += st.up ? 1 : 0;
   published_.store(streams_.size(), std::memory_order_release);
   resend_.resize(streams_.size() * kStreamRing);
-  for (SendRequest& r : reqs_) {
-    r.kind = ReqKind::kSend;
-    r.comm = this;
-  }
 }
 
 SendComm::~SendComm() {

@@ -66,13 +66,11 @@ struct Req {
 
 class CoreBase {
  public:
-  CoreBase(void* raw, bool send) : raw_(raw), send_(send) {}
+  CoreBase() = default;
   virtual ~CoreBase() = default;
   CoreBase(const CoreBase&) = delete;
   CoreBase& operator=(const CoreBase&) = delete;
 
-  void* raw() const { return raw_; }
-  bool isSend() const { return send_; }
 
   bool tryAcquire() {
     bool expected = false;
@@ -82,6 +80,13 @@ class CoreBase {
     while (!tryAcquire()) sched_yield();
   }
   void release() { baton_.store(false, std::memory_order_release); }
+  // Drives the comm if its baton is free (never waits): the requests completed, or -1 when it is held.
+  int tryDrive(bool full) {
+    if (!tryAcquire()) return -1;
+    const int completed = driveLocked(full);
+    release();
+    return completed;
+  }
 
   // Baton held. full: drain, progress and publish completions; otherwise only retire what test() reported.
   // Returns how many requests completed.
@@ -114,10 +119,6 @@ class CoreBase {
   std::atomic<Status> failed_{Status::kOk};  // the comm's first failure: sticks, as in the comm
   std::atomic<uint64_t> lastDriveNs_{0};
   std::atomic<uint64_t> lastPollNs_{0};
-
- private:
-  void* raw_;
-  bool send_;
 };
 
 struct SendArgs {
@@ -153,7 +154,7 @@ class Core final : public CoreBase {
     Inner* inner = nullptr;  // baton holder only
   };
 
-  Core(Comm* comm, bool send) : CoreBase(comm, send), comm_(comm) {
+  explicit Core(Comm* comm) : comm_(comm) {
     for (Slot& s : slots_) s.core = this;
   }
 
@@ -261,10 +262,7 @@ Status CoreBase::test(Req* r, int* done, int* sizes) {
   notePoll();
   int st = r->state.load(std::memory_order_acquire);
   if (st == kQueued || st == kPosted) {
-    if (tryAcquire()) {
-      driveLocked(true);
-      release();
-    }
+    (void)tryDrive(true);
     st = r->state.load(std::memory_order_acquire);
     if (st == kQueued || st == kPosted) return failed_.load(std::memory_order_acquire);
   }
@@ -275,10 +273,7 @@ Status CoreBase::test(Req* r, int* done, int* sizes) {
   if (st == kDone) {
     reported_.fetch_add(1, std::memory_order_relaxed);  // before the state: never below the truth
     r->state.store(kReported, std::memory_order_release);
-    if (tryAcquire()) {  // else the engine retires it on its next pass
-      driveLocked(false);
-      release();
-    }
+    (void)tryDrive(false);  // if the baton is held, its holder retires it
   }
   return Status::kOk;
 }
@@ -357,14 +352,13 @@ uint64_t pass(Engine& e, bool* idle) {
       uint64_t last = c->lastDriveNs();
       // Due within the shortest sleep counts as due now: comms due at nearby times share one wake-up.
       if (now + kMinSleepNs - last >= c->backoffNs) {
-        if (!c->tryAcquire()) {
+        const int completed = c->tryDrive(true);
+        if (completed < 0) {
           // The proxy is inside a long pass (on veth or loopback, a write runs the peer's receive path
           // too): it is being driven. Look again as if it were polling, not every 50 us.
           sleep = std::min(sleep, kProxyCheckNs);
           continue;
         }
-        const int completed = c->driveLocked(true);
-        c->release();
         // Nothing finished: back off (an irecv posted long before its sender sends costs ~1 us a drive).
         c->backoffNs = completed > 0 ? kDriveAfterNs : std::min(kMaxBackoffNs, c->backoffNs * 2);
         now = monotonicNs();
@@ -374,12 +368,7 @@ uint64_t pass(Engine& e, bool* idle) {
       sleep = std::min(sleep, due > now ? due - now : kMinSleepNs);
     } else if (c->wantsHousekeeping()) {
       // Only what test() reported and could not retire itself; whoever holds the baton retires it too.
-      if (c->tryAcquire()) {
-        c->driveLocked(false);
-        c->release();
-      } else {
-        sleep = std::min(sleep, kDriveAfterNs);
-      }
+      if (c->tryDrive(false) < 0) sleep = std::min(sleep, kDriveAfterNs);
     }
   }
   return std::max(sleep, kMinSleepNs);
@@ -494,7 +483,7 @@ __attribute__((destructor)) void stopAtUnload() {
 }  // namespace
 
 bool attachSend(SendComm* sc, LogFn log) {
-  auto* c = new (std::nothrow) SendCore(sc, true);
+  auto* c = new (std::nothrow) SendCore(sc);
   if (c == nullptr || !attach(c, log)) {
     delete c;
     return false;
@@ -504,7 +493,7 @@ bool attachSend(SendComm* sc, LogFn log) {
 }
 
 bool attachRecv(RecvComm* rc, LogFn log) {
-  auto* c = new (std::nothrow) RecvCore(rc, false);
+  auto* c = new (std::nothrow) RecvCore(rc);
   if (c == nullptr || !attach(c, log)) {
     delete c;
     return false;
@@ -527,53 +516,37 @@ void detachRecv(RecvComm* rc) {
   }
 }
 
-Status isend(SendComm* sc, const void* data, size_t size, int tag, void** request) {
-  auto* c = static_cast<SendCore*>(static_cast<CoreBase*>(sc->engineCore()));
+// isend and irecv: a slot of the comm's ring (null while the next one is in use), its arguments, then
+// published for whoever holds the baton next, driven here at once if the baton is free.
+template <class CoreT, class Fill>
+Status submit(CoreT* c, void** request, Fill&& fill) {
   if (c == nullptr) return Status::kInternalError;
-  SendCore::Slot* s = c->allocate();
-  if (s == nullptr && c->tryAcquire()) {  // the next slot may only wait to be retired
-    c->driveLocked(false);
-    c->release();
-    s = c->allocate();
-  }
+  typename CoreT::Slot* s = c->allocate();
+  if (s == nullptr && c->tryDrive(false) >= 0) s = c->allocate();  // the next slot may only wait to be retired
   *request = s;
   if (s == nullptr) return Status::kOk;  // NCCL retries later
-  s->args = SendArgs{data, size, tag};
+  fill(s->args);
   c->publish(s);
   c->notePoll();
   noteWork(engine());
-  if (c->tryAcquire()) {
-    c->driveLocked(true);  // a failure sticks to the comm and surfaces from test()
-    c->release();
-  }
+  (void)c->tryDrive(true);  // a failure sticks to the comm and surfaces from test()
   return Status::kOk;
 }
 
+Status isend(SendComm* sc, const void* data, size_t size, int tag, void** request) {
+  return submit(static_cast<SendCore*>(static_cast<CoreBase*>(sc->engineCore())), request,
+                [&](SendArgs& a) { a = SendArgs{data, size, tag}; });
+}
+
 Status irecv(RecvComm* rc, int n, void* const* data, const size_t* sizes, const int* tags, void** request) {
-  auto* c = static_cast<RecvCore*>(static_cast<CoreBase*>(rc->engineCore()));
-  if (c == nullptr) return Status::kInternalError;
-  RecvCore::Slot* s = c->allocate();
-  if (s == nullptr && c->tryAcquire()) {
-    c->driveLocked(false);
-    c->release();
-    s = c->allocate();
-  }
-  *request = s;
-  if (s == nullptr) return Status::kOk;
-  s->args.n = n;
-  for (int i = 0; i < n; ++i) {
-    s->args.data[i] = data[i];
-    s->args.sizes[i] = sizes[i];
-    s->args.tags[i] = tags != nullptr ? tags[i] : 0;
-  }
-  c->publish(s);
-  c->notePoll();
-  noteWork(engine());
-  if (c->tryAcquire()) {
-    c->driveLocked(true);
-    c->release();
-  }
-  return Status::kOk;
+  return submit(static_cast<RecvCore*>(static_cast<CoreBase*>(rc->engineCore())), request, [&](RecvArgs& a) {
+    a.n = n;
+    for (int i = 0; i < n; ++i) {
+      a.data[i] = data[i];
+      a.sizes[i] = sizes[i];
+      a.tags[i] = tags != nullptr ? tags[i] : 0;
+    }
+  });
 }
 
 Status test(void* request, int* done, int* sizes) {

@@ -338,8 +338,10 @@ TEST_F(EngineTest, EngineSleepsWhenIdleAndWhileReceivesWait) {
   std::printf("[engine] thread CPU: %.2f%% of a core idle (8 send + 8 receive comms), %.2f%% with 8 receives "
               "posted and no sender\n",
               idlePct, waitPct);
-  EXPECT_LT(idlePct, kSanitized ? 5.0 : 1.0);
-  EXPECT_LT(waitPct, kSanitized ? 30.0 : 10.0);  // a spinning engine shows ~100%
+  // What is checked is that it sleeps (a spinning engine shows ~100%), not how cheaply: quiet figures are
+  // 0.3% and 3-4%, but one parallel ctest run measured 1.2% idle beside a namespace test.
+  EXPECT_LT(idlePct, kSanitized ? 10.0 : 5.0);
+  EXPECT_LT(waitPct, kSanitized ? 40.0 : 25.0);
   for (Pair& p : pairs) p.close();
 }
 

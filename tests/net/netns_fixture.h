@@ -10,6 +10,8 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -22,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "net/transport.h"
+#include "tests/net/transport_util.h"
 
 namespace wirewise::net::testing {
 
@@ -131,6 +134,37 @@ class Netns : public ::testing::Test {
 // each byte at a fraction of a byte-wise fill's cost.
 inline uint64_t word(int message, size_t w) {
   return (static_cast<uint64_t>(message) + 1) * 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(w) * 0xbf58476d1ce4e5b9ull);
+}
+
+// The receiving end of a streaming run: `window` receives of `msg` bytes in flight, each message's words
+// checked against word(i, w) and its arrival time (now()) recorded, until `sent` messages arrived (the
+// sender sets `sent` when it stops; -1 until then). Returns "" or what went wrong first.
+inline std::string receiveStream(void* rc, const std::atomic<int>& sent, int window, size_t msg,
+                                 const std::function<double()>& now,
+                                 std::vector<std::pair<double, size_t>>* arrivals) {
+  if (rc == nullptr) return "accept";
+  const size_t words = msg / 8;
+  std::vector<std::vector<uint64_t>> bufs(static_cast<size_t>(window), std::vector<uint64_t>(words));
+  std::vector<void*> reqs(static_cast<size_t>(window), nullptr);
+  int posted = 0;
+  for (int i = 0; sent.load() < 0 || i < sent.load(); ++i) {
+    while (posted < i + window) {
+      void* data[1] = {bufs[static_cast<size_t>(posted % window)].data()};
+      size_t sizes[1] = {msg};
+      int tags[1] = {0};
+      if (irecv(rc, 1, data, sizes, tags, &reqs[static_cast<size_t>(posted % window)]) != Status::kOk) return "irecv";
+      ++posted;
+    }
+    int size = -1;
+    if (waitDone(reqs[static_cast<size_t>(i % window)], &size) != Status::kOk) return "recv test";
+    arrivals->emplace_back(now(), msg);
+    auto& b = bufs[static_cast<size_t>(i % window)];
+    if (size != static_cast<int>(msg)) return "message " + std::to_string(i) + " size";
+    for (size_t w = 0; w < words; ++w)
+      if (b[w] != word(i, w)) return "message " + std::to_string(i) + " word " + std::to_string(w);
+    std::fill(b.begin(), b.end(), 0);  // a message that skipped a chunk cannot pass on stale bytes
+  }
+  return "";
 }
 
 }  // namespace wirewise::net::testing
