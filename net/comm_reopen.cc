@@ -46,8 +46,12 @@ void RecvComm::openReopenListeners() {
                                              : reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port;
   }
   // A fresh stream's send buffer is empty, so the 16 bytes go out whole; a failure only means no reopening.
-  for (const Stream& st : streams_)
-    if (st.s.fd >= 0) (void)send(st.s.fd, &adv, sizeof adv, MSG_DONTWAIT | MSG_NOSIGNAL);
+  for (const Stream& st : streams_) {
+    if (st.s.fd < 0) continue;
+    (void)send(st.s.fd, &adv, sizeof adv, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const int one = 1;
+    (void)setsockopt(st.s.fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+  }
 }
 
 // Connections from a sender reopening dead streams: accepted at most every 10 ms, their hello read, and
