@@ -19,6 +19,12 @@ inline void warnThroughNccl(const char* msg) {
   }
 }
 
+inline void infoThroughNccl(const char* msg) {
+  if (ncclDebugLogger_t log = ncclLogger.load(std::memory_order_acquire)) {
+    log(NCCL_LOG_INFO, NCCL_NET, "wirewise/net", 0, "%s", msg);
+  }
+}
+
 inline ncclResult_t toNccl(Status s) {
   switch (s) {
     case Status::kOk: return ncclSuccess;
@@ -45,7 +51,10 @@ ncclResult_t guard(F&& f) noexcept {
 
 inline ncclResult_t init(ncclDebugLogger_t log) {
   if (log != nullptr) ncclLogger.store(log, std::memory_order_release);
-  return guard([] { return netInit(warnThroughNccl); });
+  return guard([] {
+    setInfoLog(infoThroughNccl);
+    return netInit(warnThroughNccl);
+  });
 }
 
 inline ncclResult_t devices(int* ndev) {

@@ -91,12 +91,14 @@ void registerSendComm(void* sendComm, const Device& local, const void* handle) {
   r.entries.emplace(r.nextId++, std::move(e));
 }
 
-void unregisterSendComm(void* sendComm) {
+void unregisterSendComm(void* sendComm, std::string* peer, std::vector<std::string>* labels) {
   if (sendComm == nullptr) return;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   for (auto it = r.entries.begin(); it != r.entries.end(); ++it)
     if (it->second.comm == sendComm) {
+      if (peer != nullptr) *peer = std::move(it->second.peer);
+      if (labels != nullptr) *labels = std::move(it->second.labels);
       r.entries.erase(it);
       return;
     }

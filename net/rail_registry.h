@@ -20,8 +20,9 @@ namespace wirewise::net {
 // `handle` is the peer's (its rail addresses tell which rail each stream reached); `local` names the rails.
 // Also installs the registry as the runtime's rail source (Runtime::setRailSource) the first time.
 void registerSendComm(void* sendComm, const Device& local, const void* handle);
-// After it returns no reader touches the comm. Unknown or null comms are ignored.
-void unregisterSendComm(void* sendComm);
+// After it returns no reader touches the comm. Unknown or null comms are ignored. `peer` and `labels`,
+// when given, receive what the comm was registered with (for the summary closeSend logs).
+void unregisterSendComm(void* sendComm, std::string* peer = nullptr, std::vector<std::string>* labels = nullptr);
 size_t registeredSendComms();
 // The comm's registry id (OpenSendComm::id), 0 when it is not registered.
 uint64_t sendCommId(void* sendComm);

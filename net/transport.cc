@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -26,6 +27,7 @@ struct Global {
   std::vector<Device> devices;
   TransportConfig config;
   LogFn log = nullptr;
+  LogFn info = nullptr;
 };
 
 Global& global() {
@@ -71,6 +73,35 @@ void warn(const char* msg) {
   if (LogFn log = currentLog()) log(msg);
 }
 
+LogFn currentInfoLog() {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  return g.info;
+}
+
+// What a send comm did over its life, for its INFO line at close: bytes per rail (chunk headers and resent
+// copies included, as the scheduler assigned them), each rail's share of them, rails that ended down.
+std::string closeSummary(const SendComm& sc, const std::string& peer, const std::vector<std::string>& labels) {
+  const RailScheduler& s = sc.scheduler();
+  uint64_t total = 0;
+  for (int r = 0; r < s.rails(); ++r) total += s.assigned(r);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "wirewise net: connection to %s closed: %.1f MB sent:", peer.empty() ? "?" : peer.c_str(),
+                static_cast<double>(total) / 1e6);
+  std::string out = buf;
+  for (int r = 0; r < s.rails(); ++r) {
+    const std::string name = r < static_cast<int>(labels.size()) ? labels[static_cast<size_t>(r)] : "rail" + std::to_string(r);
+    const double pct = total > 0 ? 100.0 * static_cast<double>(s.assigned(r)) / static_cast<double>(total) : 0.0;
+    std::snprintf(buf, sizeof buf, "%s %s %.1f MB (%.0f%%%s)", r == 0 ? "" : ",", name.c_str(),
+                  static_cast<double>(s.assigned(r)) / 1e6, pct, s.up(r) ? "" : ", down");
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "; %llu chunks resent (%llu of them hedged), %llu streams reopened",
+                static_cast<unsigned long long>(sc.resentChunks()), static_cast<unsigned long long>(sc.hedgedChunks()),
+                static_cast<unsigned long long>(sc.reopenedStreams()));
+  return out + buf;
+}
+
 }  // namespace
 
 Status netInit(LogFn log) {
@@ -85,6 +116,12 @@ Status netInit(LogFn log) {
     g.haveDevices = true;
   }
   return g.devices.empty() ? Status::kSystemError : Status::kOk;
+}
+
+void setInfoLog(LogFn log) {
+  Global& g = global();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.info = log;
 }
 
 void setDevices(std::vector<Device> devices) {
@@ -224,9 +261,16 @@ Status test(void* request, int* done, int* sizes) {
 }
 
 Status closeSend(void* sendComm) {
-  unregisterSendComm(sendComm);  // first: no reader may touch the comm or its fds once they close
-  if (sendComm != nullptr) engine::detachSend(static_cast<SendComm*>(sendComm));  // then the engine thread
-  delete static_cast<SendComm*>(sendComm);
+  auto* sc = static_cast<SendComm*>(sendComm);
+  std::string peer;
+  std::vector<std::string> labels;
+  unregisterSendComm(sendComm, &peer, &labels);  // first: no reader may touch the comm or its fds once they close
+  if (sc != nullptr) engine::detachSend(sc);      // then the engine thread: from here this thread alone
+  try {
+    if (LogFn info = currentInfoLog(); sc != nullptr && info != nullptr) info(closeSummary(*sc, peer, labels).c_str());
+  } catch (...) {  // a summary that cannot be formatted is not worth a leaked comm
+  }
+  delete sc;
   return Status::kOk;
 }
 

@@ -73,6 +73,9 @@ using LogFn = void (*)(const char* msg);
 // Library-wide setup; idempotent and thread-safe. Reads the WIREWISE_NET_* settings once here (never on
 // the data path). Devices default to discoverDevices() with WIREWISE_NET_IFNAMES / NCCL_SOCKET_IFNAME.
 Status netInit(LogFn log);
+// NCCL's INFO level (NCCL_DEBUG=INFO, subsystem NET): one line per send comm when it closes, saying what
+// it carried on each rail, what was resent or hedged and which streams were reopened.
+void setInfoLog(LogFn log);
 // Tests inject their own device list and config; call before or instead of netInit's discovery.
 void setDevices(std::vector<Device> devices);
 void setConfig(const TransportConfig& config);

@@ -286,7 +286,12 @@ DownResult transferWithLinksDown(Netns* f, const std::vector<int>& down, uint64_
   return res;
 }
 
+std::string gInfo;  // the INFO lines of closed send comms
+void captureInfo(const char* msg) { gInfo += std::string(msg) + "\n"; }
+
 TEST_F(Netns, ARailSetDownMidTransferIsResentAndEveryByteArrives) {
+  gInfo.clear();
+  setInfoLog(captureInfo);
   TransportConfig config;
   config.chunkBytes = 64 << 10;
   config.railTimeoutMs = 1000;
@@ -306,6 +311,12 @@ TEST_F(Netns, ARailSetDownMidTransferIsResentAndEveryByteArrives) {
   EXPECT_FALSE(r.tele.rail[1].up);
   EXPECT_GT(r.tele.resentChunks, 0u);
   EXPECT_GT(r.tele.rail[1].bytesDelivered, 0u);  // it carried bytes before it went down
+  // What NCCL_DEBUG=INFO shows when the connection closes: the dead rail, and the resends it caused.
+  setInfoLog(nullptr);
+  std::printf("[netns rail down] %s", gInfo.c_str());
+  EXPECT_NE(gInfo.find("%, down); "), std::string::npos) << gInfo;  // rail 1, the last one listed
+  EXPECT_NE(gInfo.find("; " + std::to_string(r.tele.resentChunks) + " chunks resent (0 of them hedged)"), std::string::npos)
+      << gInfo;
 }
 
 TEST_F(Netns, BothRailsSetDownIsAnErrorOnBothEndsNotAHang) {

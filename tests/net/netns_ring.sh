@@ -14,6 +14,7 @@ limit=${WW_RING_TIMEOUT:-100}
 command -v ip >/dev/null && command -v timeout >/dev/null || { echo "SKIP: needs iproute2 (ip) and timeout"; exit 77; }
 tag="wwr$$"; sw="${tag}sw"; dir=$(mktemp -d)
 cleanup() {
+  if [ -n "${flipper:-}" ]; then kill "$flipper" 2>/dev/null || true; fi
   r=0
   while [ "$r" -lt "$n" ]; do  # ranks still running (the driver was interrupted) go with their namespace
     for p in $(ip netns pids "${tag}n$r" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
@@ -47,8 +48,11 @@ while [ "$r" -lt "$n" ]; do
   r=$((r + 1))
 done
 
-# WW_RING_TC="<qdisc>" (e.g. "netem delay 5ms", "tbf rate 200mbit burst 64kb latency 20ms") shapes every
+# WW_RING_TC="<qdisc>" (e.g. "tbf rate 200mbit burst 64kb latency 20ms"; netem is not built on every kernel) shapes every
 # rank's rail1: the plugin's rail weights, hedging and resends then run under the same byte checks.
+# WW_RING_FLIP="<qdisc>" (with WW_RING_TC) flips every rank's rail1 between the two every 0.7 s while the
+# ranks run. WW_RING_EXPECT_HEDGED=1 (check mode, with WW_RING_LOG=1 and WIREWISE_NET_HEDGE) also
+# requires some connection's close summary to count hedged chunks, so that the run did exercise them.
 if [ -n "${WW_RING_TC:-}" ]; then
   r=0
   while [ "$r" -lt "$n" ]; do tc -n "${tag}n$r" qdisc add dev rail1 root $WW_RING_TC; r=$((r + 1)); done
@@ -60,15 +64,30 @@ corrupt_msg=14; corrupt_at=4321
 if [ "$mode" = corrupt ]; then export WW_RING_CORRUPT="0:$corrupt_msg:$corrupt_at"; else unset WW_RING_CORRUPT || true; fi
 
 start=$(date +%s)
+pids=""
 r=0
 while [ "$r" -lt "$n" ]; do
   ( rc=0
     timeout -k 5 "$limit" ip netns exec "${tag}n$r" "$member" --rank "$r" --nranks "$n" --dir "$dir" \
       --timeout $((limit - 10)) "$@" >"$dir/out$r" 2>&1 || rc=$?
     echo "$rc" >"$dir/rc$r" ) &
+  pids="$pids $!"
   r=$((r + 1))
 done
-wait
+flipper=""
+if [ -n "${WW_RING_FLIP:-}" ] && [ -n "${WW_RING_TC:-}" ]; then
+  ( i=0
+    while :; do
+      q="$WW_RING_TC"; [ $((i % 2)) = 0 ] && q="$WW_RING_FLIP"
+      r=0
+      while [ "$r" -lt "$n" ]; do tc -n "${tag}n$r" qdisc change dev rail1 root $q 2>/dev/null || true; r=$((r + 1)); done
+      i=$((i + 1))
+      sleep 0.7
+    done ) &
+  flipper=$!
+fi
+wait $pids
+if [ -n "$flipper" ]; then kill "$flipper" 2>/dev/null || true; wait "$flipper" 2>/dev/null || true; fi
 echo "$n ranks, $(($(date +%s) - start)) s"
 
 fail=0
@@ -83,6 +102,14 @@ while [ "$r" -lt "$n" ]; do
 done
 if [ "$mode" = check ]; then
   [ "$fail" = 0 ] && echo "ok: every rank verified every byte" || echo "FAIL: a rank failed (see above)"
+  if [ "${WW_RING_EXPECT_HEDGED:-0}" = 1 ]; then
+    if cat "$dir"/out* | grep -q "closed: .*([1-9][0-9]* of them hedged)"; then
+      echo "ok: chunks were hedged"
+    else
+      echo "FAIL: no connection hedged a chunk (needs WW_RING_LOG=1, WIREWISE_NET_HEDGE and a flipping rail)"
+      fail=1
+    fi
+  fi
   exit "$fail"
 fi
 # corrupt: rank 1 (rank 0's right neighbour) must name the flipped byte and exit 10.

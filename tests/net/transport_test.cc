@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -126,6 +128,43 @@ TEST_F(TransportTest, MalformedHelloIsDroppedAndTheListenerSurvives) {
   closeSend(sc);
   closeRecv(rc);
   closeListen(lc);
+}
+
+// NCCL_DEBUG=INFO users read what a connection did when it closes: bytes and share per named rail,
+// resends, hedges, reopened streams.
+std::string gInfo;
+void captureInfo(const char* msg) { gInfo += std::string(msg) + "\n"; }
+
+TEST_F(TransportTest, ClosingASendCommLogsWhatEachRailCarried) {
+  gInfo.clear();
+  setInfoLog(captureInfo);
+  Pair p = connectPair(1);
+  ASSERT_NE(p.sc, nullptr);
+  ASSERT_NE(p.rc, nullptr);
+  std::vector<char> out(8 << 20, 'w'), in((8 << 20) + 1);
+  void* sreq = nullptr;
+  void* rreq = nullptr;
+  void* data[1] = {in.data()};
+  size_t sizes[1] = {in.size()};
+  int tags[1] = {3};
+  ASSERT_EQ(irecv(p.rc, 1, data, sizes, tags, &rreq), Status::kOk);
+  ASSERT_EQ(isend(p.sc, out.data(), out.size(), 3, &sreq), Status::kOk);
+  ASSERT_NE(sreq, nullptr);
+  ASSERT_NE(rreq, nullptr);
+  int size = 0;
+  ASSERT_EQ(testing::waitDone(sreq, nullptr), Status::kOk);
+  ASSERT_EQ(testing::waitDone(rreq, &size), Status::kOk);
+  EXPECT_EQ(gInfo, "") << "nothing is logged before the close";
+  closeSend(p.sc);
+  setInfoLog(nullptr);
+  std::printf("[close summary] %s", gInfo.c_str());
+  EXPECT_NE(gInfo.find("wirewise net: connection to 127.0.0.1 closed: 8.4 MB sent: lo#0 "), std::string::npos) << gInfo;
+  for (const char* rail : {", lo#1 ", ", lo#2 ", ", lo#3 "})
+    EXPECT_NE(gInfo.find(rail), std::string::npos) << rail << " missing in " << gInfo;
+  EXPECT_NE(gInfo.find("; 0 chunks resent (0 of them hedged), 0 streams reopened\n"), std::string::npos) << gInfo;
+  EXPECT_EQ(gInfo.find("down"), std::string::npos) << gInfo;
+  closeRecv(p.rc);
+  closeListen(p.lc);
 }
 
 // A send completes when the peer's kernel has acknowledged its bytes (so a dead rail's chunks can be resent
