@@ -5,11 +5,13 @@
 
 #include <cstdint>
 
+#include "common/settings.h"
+
 namespace wirewise::adapt {
 
 struct DetectorParams {
-  double drift = 0.03;      // k: log-ratio changes smaller than this (about 3%) are ignored
-  double threshold = 0.12;  // h: alarm when a cumulative sum passes it
+  double drift = defaults::kDetectDrift;          // k: log-ratio changes smaller than this (about 3%) are ignored
+  double threshold = defaults::kDetectThreshold;  // h: alarm when a cumulative sum passes it
   double clip = 0.09;       // each observation's |x - k| contribution is clipped here (< threshold)
   int warmup = 2;           // observations that set the baseline (their mean log time)
   // A single observation this far from the baseline (about +65% / -39%) alarms at once: one interval's

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "adaptive/buckets.h"
+#include "common/settings.h"
 
 namespace wirewise::bench {
 namespace {
@@ -90,9 +91,9 @@ PluginSession openSession(const std::string& libraryPath) {
 
   s.configPath = writeConfig(&s.rules);
   if (s.configPath.empty()) return s.error = "cannot write the generated config", s;
-  setenv("WIREWISE_CONFIG", s.configPath.c_str(), 1);
-  setenv("WIREWISE_LOG", "none", 1);
-  setenv("WIREWISE_MODE", "apply", 1);
+  setenv(settingName(&Settings::config), s.configPath.c_str(), 1);
+  setenv(settingName(&Settings::logPath), "none", 1);
+  setenv(settingName(&Settings::mode), "apply", 1);
   s.handle = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (s.handle == nullptr) return s.error = std::string("dlopen: ") + dlerror(), s;
   s.tuner = static_cast<const ncclTuner_v5_t*>(dlsym(s.handle, "ncclTunerPlugin_v5"));

@@ -14,8 +14,11 @@ using asio::ip::tcp;
 
 namespace {
 std::unique_ptr<Policy> makePolicy(const ControlOptions& o) {
-  if (o.policy == "random-test") return makeRandomTablePolicy(o.policySeed);
-  if (o.policy == "adaptive") return makeAdaptivePolicy(o.adaptive, o.policyEvent);
+  switch (o.policy) {
+    case PolicyKind::RandomTest: return makeRandomTablePolicy(o.policySeed);
+    case PolicyKind::Adaptive: return makeAdaptivePolicy(o.adaptive, o.policyEvent);
+    case PolicyKind::Static: break;
+  }
   return makeKeepStaticPolicy(o.staticRules);
 }
 }  // namespace

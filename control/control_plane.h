@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "common/settings.h"
 #include "control/client.h"
 #include "control/coordinator.h"
 #include "control/member.h"
@@ -22,7 +23,7 @@ struct ControlOptions {
   uint16_t port = 0;
   std::vector<uint8_t> jobKey;
   AgreementParams params;
-  std::string policy = "static";  // "static" or "random-test"
+  PolicyKind policy = PolicyKind::Static;
   uint64_t policySeed = 1;
   StaticRulesFn staticRules;
   bool mayHost = true;  // try to bind host:port and host the coordinator

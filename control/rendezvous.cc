@@ -39,10 +39,11 @@ std::string firstSlurmHost(const std::string& list) {
   return prefix + list.substr(end + 1, stop - end - 1);
 }
 
-Rendezvous resolveRendezvous(const EnvSource& env) {
+Rendezvous resolveRendezvous(const Settings& s, const EnvSource& env) {
   Rendezvous r;
   std::string problem;
-  if (std::string c = get(env, "WIREWISE_COORDINATOR"); !c.empty()) {
+  const char* name = settingName(&Settings::coordinator);
+  if (const std::string& c = s.coordinator; !c.empty()) {
     size_t colon = c.rfind(':');
     long port = 0;
     if (colon != std::string::npos && colon > 0 && parsePort(c.substr(colon + 1), &port)) {
@@ -50,10 +51,10 @@ Rendezvous resolveRendezvous(const EnvSource& env) {
       if (r.host.size() > 2 && r.host.front() == '[' && r.host.back() == ']')
         r.host = r.host.substr(1, r.host.size() - 2);
       r.port = static_cast<uint16_t>(port);
-      r.source = "WIREWISE_COORDINATOR";
+      r.source = name;
       return r;
     }
-    problem = "ignoring WIREWISE_COORDINATOR=\"" + c + "\": expected host:port";
+    problem = "ignoring " + std::string(name) + "=\"" + c + "\": expected host:port";
   }
   if (std::string a = get(env, "MASTER_ADDR"); !a.empty()) {
     long port = 0;
@@ -71,12 +72,12 @@ Rendezvous resolveRendezvous(const EnvSource& env) {
     return {"127.0.0.1", portFromText("ompi:" + ompiJob), "Open MPI (single node)", problem};
   // One host, no launcher variables: loopback. Jobs of other users (or with other keys) on the same port
   // fail authentication, so their members never join: they stay observe-only rather than diverge.
-  return {"127.0.0.1", portFromText("loopback:" + get(env, "WIREWISE_JOB_KEY") + ":" + get(env, "USER")), "loopback",
+  return {"127.0.0.1", portFromText("loopback:" + s.jobKey.value + ":" + get(env, "USER")), "loopback",
           problem};
 }
 
-JobKey resolveJobKey(const EnvSource& env, long uid) {
-  if (std::string k = get(env, "WIREWISE_JOB_KEY"); !k.empty()) return {{k.begin(), k.end()}, "WIREWISE_JOB_KEY"};
+JobKey resolveJobKey(const Settings& s, const EnvSource& env, long uid) {
+  if (const std::string& k = s.jobKey.value; !k.empty()) return {{k.begin(), k.end()}, settingName(&Settings::jobKey)};
   static const char* const kIds[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
                                      "MASTER_ADDR"};
   std::string material = "wirewise-job-key:uid=" + std::to_string(uid);

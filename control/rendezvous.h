@@ -1,6 +1,7 @@
-// Where the coordinator is, and the job's key. Pure functions of the environment (injected).
+// Where the coordinator is, and the job's key. Pure functions of the settings and the launcher's
+// variables (both injected).
 //
-// Order: WIREWISE_COORDINATOR=host:port; torchrun's MASTER_ADDR with port MASTER_PORT + kPortOffset;
+// Order: the coordinator setting (host:port); torchrun's MASTER_ADDR with port MASTER_PORT + kPortOffset;
 // SLURM (first host of SLURM_JOB_NODELIST, port from SLURM_JOB_ID); Open MPI on one node (loopback, port
 // from its job id); otherwise loopback with a port derived from the job key. Every process first tries to
 // bind host:port (so the process on that host that binds first hosts the coordinator: it binds exactly
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/settings.h"
+#include "common/settings.h"
 
 namespace wirewise::control {
 
@@ -24,13 +25,14 @@ struct Rendezvous {
   std::string problem;  // non-empty: a variable was malformed (the next rule was used)
 };
 
-Rendezvous resolveRendezvous(const EnvSource& env);
+// env supplies the launcher's variables (MASTER_ADDR, SLURM_*, OMPI_*, USER); our own come from s.
+Rendezvous resolveRendezvous(const Settings& s, const EnvSource& env);
 
 struct JobKey {
   std::vector<uint8_t> key;
-  std::string source;  // "WIREWISE_JOB_KEY" or the launcher variable it was derived from
+  std::string source;  // the job-key setting's name, or "derived from" the launcher variable used
 };
-JobKey resolveJobKey(const EnvSource& env, long uid);
+JobKey resolveJobKey(const Settings& s, const EnvSource& env, long uid);
 
 // "node[03-05,07],other" -> "node03"; "a,b" -> "a". Empty on a form it does not understand.
 std::string firstSlurmHost(const std::string& nodeList);

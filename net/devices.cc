@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/settings.h"
 #include "net/wire.h"
 
 namespace wirewise::net {
@@ -109,7 +110,7 @@ std::vector<Interface> selectRails(const std::vector<Interface>& found, const If
   std::string used;
   if (!settings.wirewise.empty()) {
     std::string problem;
-    rails = fromValue(found, "WIREWISE_NET_IFNAMES", settings.wirewise, &problem);
+    rails = fromValue(found, settingName(&Settings::netIfnames), settings.wirewise, &problem);
     if (rails.empty()) problems.push_back(problem);
   }
   if (rails.empty() && settings.nccl.size() > 1) {  // NCCL ignores a one-character NCCL_SOCKET_IFNAME
@@ -205,7 +206,7 @@ std::vector<Device> makeDevices(const std::vector<Interface>& rails, std::vector
     if (devices.size() > merged.rails.size())
       warnings->push_back(std::to_string(devices.size()) + " interfaces selected; " + kMergedDeviceName +
                           " stripes over the first " + std::to_string(kMaxRails) +
-                          " only; choose the rails with WIREWISE_NET_IFNAMES");
+                          " only; choose the rails with " + settingName(&Settings::netIfnames));
     devices.push_back(std::move(merged));
   }
   return devices;

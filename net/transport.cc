@@ -13,7 +13,7 @@
 #include "net/engine.h"
 #include "net/rail_registry.h"
 #include "net/setup.h"
-#include "runtime/settings.h"
+#include "common/settings.h"
 
 namespace wirewise::net {
 
@@ -35,14 +35,14 @@ Global& global() {
   return *g;
 }
 
-// The net settings come from the one WIREWISE_* registry (runtime/settings.h). A bad value never fails
+// The net settings come from the one settings table (common/settings.h). A bad value never fails
 // anything: one WARN through NCCL's logger naming variable, value and range, and the default. Only the
-// net face's own variables are reported here; the runtime reports the rest.
+// net face's own settings are reported here; the runtime reports the rest.
 void readNetSettings(TransportConfig* c, IfSettings* rails, LogFn log) {
-  std::vector<std::string> warnings;
-  Settings s = readSettings(processEnv(), "", static_cast<long>(getpid()), &warnings);
-  for (const auto& w : warnings) {
-    if (log != nullptr && w.find("WIREWISE_NET_") != std::string::npos) log(("wirewise: " + w).c_str());
+  std::vector<SettingProblem> problems;
+  Settings s = readSettings(processEnv(), "", static_cast<long>(getpid()), &problems);
+  for (const auto& p : problems) {
+    if (log != nullptr && p.spec->group == SettingGroup::Net) log(("wirewise: " + p.message).c_str());
   }
   c->streamsPerRail = static_cast<int>(s.netStreams);
   c->chunkBytes = static_cast<size_t>(s.netChunkKb) << 10;

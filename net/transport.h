@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/settings.h"
 #include "net/devices.h"
 
 namespace wirewise::net {
@@ -32,15 +33,15 @@ inline constexpr uint64_t kMaxMessageBytes = 1ull << 40;  // maxP2pBytes (NCCL_M
 inline constexpr double kHedgeFactorOn = 4.0;
 
 struct TransportConfig {
-  int streamsPerRail = 1;          // TCP connections per rail in every send/recv comm
-  size_t chunkBytes = 256 << 10;   // messages larger than this are striped in chunks of this size
+  int streamsPerRail = defaults::kNetStreams;  // TCP connections per rail in every send/recv comm
+  size_t chunkBytes = defaults::kNetChunkKb << 10;  // messages larger than this are striped in chunks of this size
   // A stream with bytes outstanding and no acknowledgement for this long, while the peer's window is
   // open, is dead: its unacknowledged chunks are resent on the other streams.
-  uint64_t railTimeoutMs = 2000;
-  uint64_t queueTargetMs = 30;     // bytes outstanding per rail: at most this long at its measured rate
+  uint64_t railTimeoutMs = defaults::kNetRailTimeoutMs;
+  uint64_t queueTargetMs = defaults::kNetQueueMs;  // bytes outstanding per rail: at most this long at its measured rate
   // Copy the chunks queued on a rail that slowed down to the others when it would take this many times
-  // longer to deliver them (net/comm.h, "hedging"); 0: never (the default; WIREWISE_NET_HEDGE sets it).
-  double hedgeFactor = 0.0;
+  // longer to deliver them (net/comm.h, "hedging"); 0: never (the default; a setting turns it on).
+  double hedgeFactor = defaults::kNetHedge;
 };
 
 struct DeviceProps {
@@ -70,8 +71,9 @@ struct RailStats {
 
 using LogFn = void (*)(const char* msg);
 
-// Library-wide setup; idempotent and thread-safe. Reads the WIREWISE_NET_* settings once here (never on
-// the data path). Devices default to discoverDevices() with WIREWISE_NET_IFNAMES / NCCL_SOCKET_IFNAME.
+// Library-wide setup; idempotent and thread-safe. Reads the net face's settings (SettingGroup::Net) once
+// here, never on the data path. Devices default to discoverDevices() with the interface setting or
+// NCCL_SOCKET_IFNAME.
 Status netInit(LogFn log);
 // NCCL's INFO level (NCCL_DEBUG=INFO, subsystem NET): one line per send comm when it closes, saying what
 // it carried on each rail, what was resent or hedged and which streams were reopened.

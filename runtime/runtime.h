@@ -21,7 +21,7 @@
 
 #include "adaptive/config.h"
 #include "adaptive/evidence_types.h"
-#include "runtime/settings.h"
+#include "common/settings.h"
 #include "telemetry/adaptation_log.h"
 #include "telemetry/collectors/link_health.h"
 #include "telemetry/aggregator.h"

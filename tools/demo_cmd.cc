@@ -11,6 +11,7 @@
 #include <string>
 
 #include "adaptive/config.h"
+#include "common/settings.h"
 #include "adaptive/decision_table.h"
 #include "tools/cli_util.h"
 #include "tools/commands.h"
@@ -54,11 +55,11 @@ bool wantsDisabledEntry(const Decision& d, const DemoTable t) {
 
 // Sets the plugin's environment before it is loaded: it reads its settings once, at its first init.
 void prepareEnvironment(const DemoOptions& o) {
-  if (!o.config.empty()) setenv("WIREWISE_CONFIG", o.config.c_str(), 1);
+  if (!o.config.empty()) setenv(settingName(&Settings::config), o.config.c_str(), 1);
   if (!o.log.empty())
-    setenv("WIREWISE_LOG", o.log.c_str(), 1);
+    setenv(settingName(&Settings::logPath), o.log.c_str(), 1);
   else
-    setenv("WIREWISE_LOG", "none", 0);  // the user's own WIREWISE_LOG wins
+    setenv(settingName(&Settings::logPath), "none", 0);  // the user's own log setting wins
 }
 
 int runDemo(const DemoOptions& o) {
@@ -79,9 +80,9 @@ int runDemo(const DemoOptions& o) {
     fmt::print(stderr, "wirewise demo: {}: {}\n", lib.path.empty() ? lib.name : lib.path, why);
     return 1;
   }
-  const char* configEnv = std::getenv("WIREWISE_CONFIG");
-  const char* modeEnv = std::getenv("WIREWISE_MODE");
-  const char* logEnv = std::getenv("WIREWISE_LOG");
+  const char* configEnv = std::getenv(settingName(&Settings::config));
+  const char* modeEnv = std::getenv(settingName(&Settings::mode));
+  const char* logEnv = std::getenv(settingName(&Settings::logPath));
   const std::string config = configEnv != nullptr ? configEnv : "";
   fmt::print("plugin: {} (ncclTunerPlugin_v{} \"{}\")\n", lib.path.empty() ? lib.name : lib.path, tuner->version(),
              tuner->name() ? tuner->name() : "");
@@ -160,9 +161,9 @@ void addDemoCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("demo", "Load the plugin as NCCL does and show how it changes NCCL's choices");
   cmd->add_option("--plugin", opts->plugin,
                   "tuner library, resolved like NCCL_TUNER_PLUGIN (default: ../lib next to this program)");
-  cmd->add_option("--config", opts->config, "static table to apply (sets WIREWISE_CONFIG)")
+  cmd->add_option("--config", opts->config, fmt::format("static table to apply (sets {})", settingName(&Settings::config)))
       ->check(CLI::ExistingFile);
-  cmd->add_option("--log", opts->log, "write the adaptation log here (sets WIREWISE_LOG; default: none)");
+  cmd->add_option("--log", opts->log, fmt::format("write the adaptation log here (sets {}; default: none)", settingName(&Settings::logPath)));
   cmd->add_option("--ranks", opts->ranks, "ranks in the communicator")->capture_default_str();
   cmd->add_option("--nodes", opts->nodes, "nodes in the communicator")->capture_default_str();
   cmd->add_option("--channels", opts->channels, "NCCL's channel count for the communicator")->capture_default_str();

@@ -1,12 +1,13 @@
-// `wirewise settings`: the WIREWISE_* registry, printed from the same table the plugin reads.
+// `wirewise settings`: the settings table, printed from the same rows the plugin reads (common/settings.h).
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "runtime/settings.h"
+#include "common/settings.h"
 #include "tools/commands.h"
 
 namespace wirewise::tools {
@@ -30,20 +31,25 @@ std::vector<std::string> wrap(std::string_view text, size_t width) {
 
 void printSettings() {
   const char* headers[4] = {"variable", "type", "default", "accepted"};
+  struct Row {
+    std::string cols[4];
+    std::string doc;
+  };
+  std::vector<Row> rows;
+  for (const SettingSpec& s : settingSpecs())
+    rows.push_back({{s.name, settingType(s), settingDefault(s), plainDoc(settingAccepted(s))}, plainDoc(s.doc)});
   size_t w[4];
   for (int i = 0; i < 4; ++i) w[i] = std::string_view(headers[i]).size();
-  for (const auto& d : settingDocs()) {
-    const char* cols[4] = {d.name, d.type, d.fallback, d.range};
-    for (int i = 0; i < 4; ++i) w[i] = std::max(w[i], std::string_view(cols[i]).size());
-  }
+  for (const Row& r : rows)
+    for (int i = 0; i < 4; ++i) w[i] = std::max(w[i], r.cols[i].size());
   size_t used = w[0] + w[1] + w[2] + w[3] + 8;
   size_t docWidth = used + 30 < 120 ? 120 - used : 30;
   fmt::print("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", headers[0], w[0], headers[1], w[1], headers[2], w[2], headers[3],
              w[3], "meaning");
-  for (const auto& d : settingDocs()) {
-    std::vector<std::string> doc = wrap(d.doc, docWidth);
-    fmt::print("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", d.name, w[0], d.type, w[1], d.fallback, w[2], d.range, w[3],
-               doc[0]);
+  for (const Row& r : rows) {
+    std::vector<std::string> doc = wrap(r.doc, docWidth);
+    fmt::print("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {}\n", r.cols[0], w[0], r.cols[1], w[1], r.cols[2], w[2], r.cols[3],
+               w[3], doc[0]);
     for (size_t i = 1; i < doc.size(); ++i) fmt::print("{:<{}}{}\n", "", used, doc[i]);
   }
   fmt::print("\nRead once when the first communicator initialises the plugin; a bad value warns and the default "
@@ -54,7 +60,19 @@ void printSettings() {
 
 void addSettingsCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("settings", "List every WIREWISE_* setting: type, default, accepted values");
-  cmd->callback([] { printSettings(); });
+  auto format = std::make_shared<std::string>("text");
+  cmd->add_option("--format", *format,
+                  "text (default), markdown (docs/settings.md's table, which is generated from this) or names")
+      ->check(CLI::IsMember({"text", "markdown", "names"}));
+  cmd->callback([format] {
+    if (*format == "markdown") {
+      fmt::print("{}", settingsMarkdownTable());
+    } else if (*format == "names") {
+      for (const SettingSpec& s : settingSpecs()) fmt::print("{}\n", s.name);
+    } else {
+      printSettings();
+    }
+  });
 }
 
 }  // namespace wirewise::tools

@@ -11,6 +11,9 @@
 #include <stdexcept>
 #include <string>
 
+#include <fmt/core.h>
+
+#include "common/settings.h"
 #include "sim/driver/driver.h"
 #include "sim/model/scenario.h"
 #include "tools/cli_util.h"
@@ -111,12 +114,15 @@ void addSimulateCommand(CLI::App& app) {
   cmd->add_option("--profiler", args->profiler,
                   "Profiler library (default: libnccl-profiler-wirewise.so next to --plugin)");
   cmd->add_option("--log", args->log,
-                  "WIREWISE_LOG for the plugin during the run (default: a temporary file, removed afterwards)");
+                  fmt::format("{} for the plugin during the run (default: a temporary file, removed afterwards)",
+                              settingName(&Settings::logPath)));
   cmd->add_option("--sync", args->sync,
-                  "WIREWISE_SYNC for the run (default: the environment's, else deterministic)")
+                  fmt::format("{} for the run (default: the environment's, else deterministic)",
+                              settingName(&Settings::sync)))
       ->check(CLI::IsMember({"off", "on", "deterministic"}));
   cmd->add_option("--policy", args->policy,
-                  "WIREWISE_POLICY for the run, e.g. static (default: the environment's, else adaptive)");
+                  fmt::format("{} for the run, e.g. static (default: the environment's, else adaptive)",
+                              settingName(&Settings::policy)));
   cmd->add_flag("--quiet,-q", args->quiet, "No table and no progress");
   cmd->callback([args] {
     int rc = 0;

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "bench/alloc_counter.h"
+#include "common/settings.h"
 #include "plugin/nccl/profiler.h"
 
 namespace wirewise::bench {
@@ -202,8 +203,8 @@ BENCHMARK(BM_AllocSanityNew);
 }  // namespace wirewise::bench
 
 int main(int argc, char** argv) {
-  setenv("WIREWISE_LOG", "none", 1);
-  setenv("WIREWISE_NET_PATHS", "on", 1);
+  setenv(wirewise::settingName(&wirewise::Settings::logPath), "none", 1);
+  setenv(wirewise::settingName(&wirewise::Settings::netPaths), "on", 1);
   void* lib = dlopen(WW_PLUGIN_SO, RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     std::fprintf(stderr, "cannot open %s: %s\n", WW_PLUGIN_SO, dlerror());

@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "common/settings.h"
 #include "sim/driver/driver.h"
 #include "sim/driver/exploration.h"
 #include "sim/driver/noise.h"
@@ -333,9 +334,9 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
   if (out.failed > 0)
     res.pluginNote += std::to_string(out.failed) + " collectives left NCCL no algorithm (charged NCCL's choice); ";
   if (res.tunerLoaded && res.syncInForce && *res.syncInForce != res.syncRequested)
-    res.pluginNote += "WIREWISE_SYNC=" + res.syncRequested + " not taken (in force: " + *res.syncInForce + "); ";
+    res.pluginNote += std::string(settingName(&Settings::sync)) + "=" + res.syncRequested + " not taken (in force: " + *res.syncInForce + "); ";
   if (res.tunerLoaded && res.policyInForce && *res.policyInForce != res.policyRequested)
-    res.pluginNote += "WIREWISE_POLICY=" + res.policyRequested + " not taken (in force: " + *res.policyInForce + "); ";
+    res.pluginNote += std::string(settingName(&Settings::policy)) + "=" + res.policyRequested + " not taken (in force: " + *res.policyInForce + "); ";
   if (log.linesDropped > 0)
     res.pluginNote += "the adaptation log dropped " + std::to_string(log.linesDropped) +
                       " lines (exploration and adaptations may be undercounted); ";

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/settings.h"
+
 namespace wirewise::sim {
 namespace {
 
@@ -45,25 +47,21 @@ int freeLoopbackPort() {
   return port;
 }
 
-// The plugin's own expansion of WIREWISE_LOG (%h host name, %p pid, %% a percent sign), done here so that
-// the driver reads the very file the plugin writes.
+// The plugin's own expansion of the log path (%h, %p, %%), so that the driver reads the very file the
+// plugin writes.
 std::string expandLogPath(const std::string& path) {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown-host");
-  std::string out;
-  for (size_t i = 0; i < path.size(); ++i) {
-    if (path[i] == '%' && i + 1 < path.size()) {
-      const char c = path[i + 1];
-      if (c == 'h' || c == 'p' || c == '%') {
-        out += c == 'h' ? std::string(host) : c == 'p' ? std::to_string(::getpid()) : std::string("%");
-        ++i;
-        continue;
-      }
-    }
-    out += path[i];
-  }
-  return out;
+  return expandSettingPath(path, processEnv(), host, static_cast<long>(::getpid()));
 }
+
+// The variables the driver sets for the plugin, by the settings table's names.
+const char* const kLog = settingName(&Settings::logPath);
+const char* const kSync = settingName(&Settings::sync);
+const char* const kPolicy = settingName(&Settings::policy);
+const char* const kCollectMs = settingName(&Settings::collectMs);
+const char* const kCoordinator = settingName(&Settings::coordinator);
+const char* const kJobKey = settingName(&Settings::jobKey);
 
 // An empty file "<TMPDIR or /tmp>/<stem>-XXXXXX.jsonl", created here.
 std::string temporaryFile(const std::string& stem) {
@@ -95,20 +93,20 @@ PluginEnv::PluginEnv(const std::string& logPath, const std::optional<std::string
     if (temporary_) std::remove(logPath_.c_str());
     throw;
   }
-  sync_ = choose("WIREWISE_SYNC", sync, kDefaultSync);
-  policy_ = choose("WIREWISE_POLICY", policy, kDefaultPolicy);
-  set("WIREWISE_LOG", logPath_);
-  set("WIREWISE_SYNC", sync_.value);
-  set("WIREWISE_POLICY", policy_.value);
+  sync_ = choose(kSync, sync, kDefaultSync);
+  policy_ = choose(kPolicy, policy, kDefaultPolicy);
+  set(kLog, logPath_);
+  set(kSync, sync_.value);
+  set(kPolicy, policy_.value);
   // The simulated cluster has no link collectors: this machine's own links must not pose as its evidence.
-  if (!envValue("WIREWISE_COLLECT_MS")) set("WIREWISE_COLLECT_MS", "0");
-  if (sync_.value != "off" && !envValue("WIREWISE_COORDINATOR")) {
+  if (!envValue(kCollectMs)) set(kCollectMs, "0");
+  if (sync_.value != "off" && !envValue(kCoordinator)) {
     if (const int port = freeLoopbackPort(); port > 0) {
-      set("WIREWISE_COORDINATOR", "127.0.0.1:" + std::to_string(port));
+      set(kCoordinator, "127.0.0.1:" + std::to_string(port));
       // Should another process take the port first, a key of our own makes its coordinator refuse us
       // (observe-only) instead of mixing the runs.
-      if (!envValue("WIREWISE_JOB_KEY"))
-        set("WIREWISE_JOB_KEY", "wirewise-simulate:" + std::to_string(::getpid()) + ":" + std::to_string(port));
+      if (!envValue(kJobKey))
+        set(kJobKey, "wirewise-simulate:" + std::to_string(::getpid()) + ":" + std::to_string(port));
     }
   }
 }
@@ -124,7 +122,7 @@ PluginEnv::~PluginEnv() {
 
 void PluginEnv::useProcessLog(int p) const {
   if (p >= 1 && p <= static_cast<int>(processLogs_.size()))
-    ::setenv("WIREWISE_LOG", processLogs_[static_cast<size_t>(p) - 1].c_str(), 1);
+    ::setenv(kLog, processLogs_[static_cast<size_t>(p) - 1].c_str(), 1);
 }
 
 void PluginEnv::mergeProcessLogs() const {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/settings.h"
 #include "sim/driver/driver.h"
 
 namespace wirewise::sim {
@@ -106,8 +107,8 @@ nlohmann::json reportJson(const SimResult& r) {
                  {"profiler_events", r.profilerEvents},
                  {"sync", optStr(r.syncInForce)},
                  {"policy", optStr(r.policyInForce)},
-                 {"requested", {{"WIREWISE_SYNC", {{"value", r.syncRequested}, {"from", r.syncFrom}}},
-                                {"WIREWISE_POLICY", {{"value", r.policyRequested}, {"from", r.policyFrom}}}}},
+                 {"requested", {{settingName(&Settings::sync), {{"value", r.syncRequested}, {"from", r.syncFrom}}},
+                                {settingName(&Settings::policy), {{"value", r.policyRequested}, {"from", r.policyFrom}}}}},
                  {"log", r.logPath.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.logPath)},
                  {"log_lines_dropped", r.logLinesDropped},
                  {"note", r.pluginNote}};

@@ -228,7 +228,7 @@ class HostedCoordinator {
     o.host = "127.0.0.1";
     o.port = port;
     o.jobKey.assign(kKey, kKey + std::strlen(kKey));
-    o.policy = "random-test";
+    o.policy = PolicyKind::RandomTest;
     o.params.deterministic = deterministic;
     o.params.useFixedSpacing = true;
     o.params.fixedSpacing = 8;

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "net/transport.h"
-#include "runtime/settings.h"
+#include "common/settings.h"
 
 namespace wirewise::net {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "runtime/runtime.h"
-#include "runtime/settings.h"
+#include "common/settings.h"
 #include "tests/runtime/log_lines.h"
 #include "tests/telemetry/collectors/fake_sysfs.h"
 
@@ -33,8 +33,8 @@ TEST(PluginStart, EchoesEveryRegisteredSetting) {
     if (e.value("event", "") != "plugin_start") continue;
     ++starts;
     const auto& s = e["settings"];
-    for (const SettingDoc& d : settingDocs()) EXPECT_TRUE(s.contains(d.name)) << d.name << " is not echoed";
-    EXPECT_EQ(s.size(), settingDocs().size()) << s.dump();
+    for (const SettingSpec& d : settingSpecs()) EXPECT_TRUE(s.contains(d.name)) << d.name << " is not echoed";
+    EXPECT_EQ(s.size(), settingSpecs().size()) << s.dump();
     EXPECT_EQ(s.value("WIREWISE_NET_HEDGE", ""), "4");
   }
   EXPECT_EQ(starts, 1);

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "runtime/settings.h"
+#include "common/settings.h"
 #include "tests/tools/cli_runner.h"
 
 namespace wirewise::tools {
@@ -101,11 +101,24 @@ TEST(DemoCli, UnopenablePluginFailsCleanly) {
 TEST(SettingsCli, ListsEveryRegisteredSetting) {
   auto r = runCli("settings");
   ASSERT_EQ(r.status, 0) << r.err;
-  ASSERT_FALSE(settingDocs().empty());
-  for (const auto& d : settingDocs()) {
-    EXPECT_NE(r.out.find(std::string(d.name) + " "), std::string::npos) << d.name;
-    EXPECT_NE(r.out.find(d.range), std::string::npos) << d.name;
+  ASSERT_FALSE(settingSpecs().empty());
+  for (const auto& s : settingSpecs()) {
+    EXPECT_NE(r.out.find(std::string(s.name) + " "), std::string::npos) << s.name;
+    EXPECT_NE(r.out.find(plainDoc(settingAccepted(s))), std::string::npos) << s.name;
   }
+  EXPECT_EQ(r.out.find("random-test"), std::string::npos) << "a test-only value is offered to users";
+  EXPECT_EQ(r.out.find('`'), std::string::npos) << "Markdown left in the terminal table";
+}
+
+TEST(SettingsCli, NamesAndMarkdownComeFromTheSameTable) {
+  auto names = runCli("settings --format names");
+  ASSERT_EQ(names.status, 0) << names.err;
+  std::string expected;
+  for (const auto& s : settingSpecs()) expected += std::string(s.name) + "\n";
+  EXPECT_EQ(names.out, expected);
+  auto md = runCli("settings --format markdown");
+  ASSERT_EQ(md.status, 0) << md.err;
+  EXPECT_EQ(md.out, settingsMarkdownTable());
 }
 
 }  // namespace
