@@ -138,7 +138,8 @@ class Reader {
   template <class T, class Elem>
   void list(std::vector<T>& v, size_t max, Elem&& elem) {
     const uint64_t n = get(4);
-    require(n <= max);
+    // Every element takes at least a byte: a count the bytes left cannot hold allocates nothing.
+    require(n <= max && n <= p_.size() - pos_);
     v.clear();  // elements start from their defaults: an optional field left out reads as unset
     if (!ok_) return;
     v.resize(static_cast<size_t>(n));

@@ -31,8 +31,9 @@
 //                               splits them again
 //   require(cond)               no bytes: the reader refuses the message when cond fails on what it read
 // A decoder checks every byte: a truncation, a trailing byte, a count or length past its bound or a field
-// out of range is a malformed message (decode returns false; WireError::Malformed for the connection),
-// never a partial or out-of-bounds read.
+// out of range is a malformed message (decode returns false and the peer is dropped as malformed), never
+// a partial or out-of-bounds read. Each value has one encoding: what decodes re-encodes to the same bytes
+// (tests/control/fuzz_wire.cc checks it).
 #pragma once
 
 #include <array>
@@ -139,7 +140,7 @@ enum class Real : uint8_t { Finite, NonNegative };  // NonNegative: finite and >
 
 // ---- Messages ----
 
-inline constexpr size_t kMaxReportLinks = 16;      // <= 87 bytes each
+inline constexpr size_t kMaxReportLinks = 16;      // <= 82 bytes each
 inline constexpr size_t kMaxReportSamples = 2000;  // 24 bytes each
 // Samples whose slow-channel summary travels (10 bytes more each; flagged by kSlowSummaryFlag in the
 // channel byte); the others' summaries are left out. 512 x 10 bytes keeps a full report under

@@ -519,6 +519,20 @@ TEST(WireFields, SizesComeFromTheFieldLists) {
     const Verdict v = g.verdict();
     EXPECT_EQ(encodedSize(v), encode(v).size());
   }
+  // The sizes wire.h gives beside the caps: a sample 24 bytes (34 with its summary), a sight 94, a link
+  // note at most 82.
+  const size_t empty = encodedSize(Report{});
+  Report one;
+  one.samples.push_back(evidenceReport().samples[0]);
+  EXPECT_EQ(encodedSize(one) - empty, 24u);
+  one.samples[0].slowChannels = 1, one.samples[0].slowRatioQ8 = 300;
+  EXPECT_EQ(encodedSize(one) - empty, 34u);
+  one = {};
+  one.sights.push_back(evidenceReport().sights[0]);
+  EXPECT_EQ(encodedSize(one) - empty, 94u);
+  one = {};
+  one.links.push_back({std::string(100, 'x'), 1, 0.5f, 0.0f});
+  EXPECT_EQ(encodedSize(one) - empty, 82u);
   // The caps cut what the writer sends, and the size says so.
   Report big = evidenceReport();
   big.samples.assign(kMaxReportSamples + 7, big.samples[0]);
