@@ -4,6 +4,8 @@
 #include <set>
 #include <string>
 
+#include "common/text.h"
+
 namespace wirewise::control {
 namespace {
 
@@ -21,9 +23,7 @@ class Adaptive final : public Policy {
       failed_.insert(in.commId);
       comms_.erase(in.commId);
       // The reason travels in the verdict, which accepts printable ASCII only.
-      std::string why = std::string(e.what()).substr(0, 160);
-      for (char& c : why)
-        if (c < 0x20 || c > 0x7e) c = '?';
+      const std::string why = printableOnly(std::string(e.what()).substr(0, 160));
       return {{}, "adaptive policy stopped (" + why + "); NCCL's own choices", 0};
     }
   }

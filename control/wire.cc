@@ -2,81 +2,209 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cmath>
-
 #include <cstring>
+#include <string_view>
+
+#include "common/text.h"
 
 namespace wirewise::control {
 namespace {
 
-constexpr size_t kMaxRules = 2000;
-constexpr size_t kMaxReason = 256;
+// The one byte order (big-endian) for the frame and every field.
+void storeBE(uint8_t* d, uint64_t v, size_t n) {
+  for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(v >> (8 * (n - 1 - i)));
+}
+uint64_t loadBE(const uint8_t* p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v = (v << 8) | p[i];
+  return v;
+}
 
-// Appends to a buffer reserved up front by the caller: a frame is built with one allocation, not one
-// per doubling (a client encodes every member's report at every boundary).
-class Writer {
+// The writer (kWrite) and its sizer (!kWrite) are one walk: the sizer counts what the writer will write,
+// so a message is written into a buffer sized exactly for it (one allocation, none where the buffer
+// has room) and no size is estimated by hand. The writer never writes past the room it was given.
+template <bool kWrite>
+class Out {
  public:
-  explicit Writer(size_t reserve = 0) { out_.reserve(reserve); }
-  explicit Writer(std::vector<uint8_t> appendTo) : out_(std::move(appendTo)) {}
-  void u8(uint8_t v) { out_.push_back(v); }
-  void u32(uint32_t v) { le(v, 4); }
-  void u64(uint64_t v) { le(v, 8); }
-  void bytes(std::span<const uint8_t> b) {
-    if (!b.empty()) std::memcpy(grow(b.size()), b.data(), b.size());
+  Out() = default;
+  Out(uint8_t* to, size_t room) : p_(to), room_(room) {}
+  size_t size() const { return n_; }
+
+  void u8(uint8_t x) { put(x, 1); }
+  void u16(uint16_t x) { put(x, 2); }
+  void u32(uint32_t x) { put(x, 4); }
+  void u64(uint64_t x) { put(x, 8); }
+  void u8(uint8_t x, int, int) { u8(x); }
+  template <class T>
+  void i8(T x, int, int) {
+    u8(static_cast<uint8_t>(x));
   }
-  std::vector<uint8_t> take() { return std::move(out_); }
+  void flag(bool b) { u8(b ? 1 : 0); }
+  void f32(float f, Real) { u32(std::bit_cast<uint32_t>(f)); }
+  template <size_t N>
+  void bytes(const std::array<uint8_t, N>& a) {
+    raw(a.data(), N);
+  }
+  void text(const std::string& s, size_t max, Len len) {
+    const size_t n = std::min(s.size(), max);
+    put(n, static_cast<size_t>(len));
+    raw(s.data(), n);
+  }
+  template <class T, class Elem>
+  void list(const std::vector<T>& v, size_t max, Elem&& elem) {
+    const size_t n = std::min(v.size(), max);
+    u32(static_cast<uint32_t>(n));
+    for (size_t i = 0; i < n; ++i) elem(v[i]);
+  }
+  template <class M>
+  void sized(const M& m) {
+    Out<false> s;
+    M::fields(s, m);
+    u32(static_cast<uint32_t>(s.size()));
+    M::fields(*this, m);
+  }
+  // A message encoded before, as sized(m) would have written it.
+  void sized(std::span<const uint8_t> encoded) {
+    u32(static_cast<uint32_t>(encoded.size()));
+    raw(encoded.data(), encoded.size());
+  }
+  void flagged(uint8_t x, uint8_t bit, bool on) { u8(static_cast<uint8_t>(on ? x | bit : x)); }
+  void require(bool) {}
+  void raw(const void* src, size_t n) {
+    if constexpr (kWrite)
+      if (n > 0 && n <= room_ - std::min(n_, room_)) std::memcpy(p_ + n_, src, n);
+    n_ += n;
+  }
 
  private:
-  uint8_t* grow(size_t n) {
-    const size_t at = out_.size();
-    out_.resize(at + n);
-    return out_.data() + at;
+  void put(uint64_t x, size_t n) {
+    if constexpr (kWrite)
+      if (n <= room_ - std::min(n_, room_)) storeBE(p_ + n_, x, n);
+    n_ += n;
   }
-  void le(uint64_t v, int n) {
-    uint8_t* d = grow(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(v >> (8 * i));
-  }
-  std::vector<uint8_t> out_;
+  uint8_t* p_ = nullptr;
+  size_t room_ = 0;
+  size_t n_ = 0;
 };
+using Sizer = Out<false>;
+using Writer = Out<true>;
 
+// The one reader. Every length and count is checked against its bound and against the bytes left; after
+// the first refusal every read yields zero and reads nothing, so a field list runs to its end without
+// ever reading out of bounds, and done() says whether the message was whole and valid.
 class Reader {
  public:
   explicit Reader(std::span<const uint8_t> p) : p_(p) {}
-  bool u8(uint8_t* v) {
-    if (!need(1)) return false;
-    *v = p_[pos_++];
-    return true;
+  bool done() const { return ok_ && pos_ == p_.size(); }
+
+  void u8(uint8_t& x) { x = static_cast<uint8_t>(get(1)); }
+  void u16(uint16_t& x) { x = static_cast<uint16_t>(get(2)); }
+  void u32(uint32_t& x) { x = static_cast<uint32_t>(get(4)); }
+  void u64(uint64_t& x) { x = get(8); }
+  void u8(uint8_t& x, int lo, int hi) {
+    u8(x);
+    require(x >= lo && x <= hi);
   }
-  bool u32(uint32_t* v) {
-    if (!need(4)) return false;
-    *v = 0;
-    for (int i = 0; i < 4; ++i) *v |= uint32_t{p_[pos_++]} << (8 * i);
-    return true;
+  template <class T>
+  void i8(T& x, int lo, int hi) {
+    const int v = static_cast<int8_t>(static_cast<uint8_t>(get(1)));
+    require(v >= lo && v <= hi);
+    x = static_cast<T>(v);
   }
-  bool u64(uint64_t* v) {
-    if (!need(8)) return false;
-    *v = 0;
-    for (int i = 0; i < 8; ++i) *v |= uint64_t{p_[pos_++]} << (8 * i);
-    return true;
+  void flag(bool& b) {
+    const uint64_t v = get(1);
+    require(v <= 1);
+    b = v == 1;
   }
-  bool bytes(uint8_t* dst, size_t n) {
-    if (!need(n)) return false;
-    std::memcpy(dst, p_.data() + pos_, n);
-    pos_ += n;
-    return true;
+  void f32(float& f, Real real) {
+    f = std::bit_cast<float>(static_cast<uint32_t>(get(4)));
+    require(std::isfinite(f) && (real != Real::NonNegative || f >= 0));
   }
-  bool skip(size_t n) {
-    if (!need(n)) return false;
-    pos_ += n;
-    return true;
+  template <size_t N>
+  void bytes(std::array<uint8_t, N>& a) {
+    if (const uint8_t* q = take(N)) std::memcpy(a.data(), q, N);
   }
-  bool done() const { return pos_ == p_.size(); }
+  void text(std::string& s, size_t max, Len len) {
+    const uint64_t n = get(static_cast<size_t>(len));
+    require(n <= max);
+    const uint8_t* q = take(static_cast<size_t>(n));
+    if (q == nullptr) return s.clear();
+    const std::string_view t(reinterpret_cast<const char*>(q), static_cast<size_t>(n));
+    require(isPrintableAscii(t));
+    s.assign(t);
+  }
+  template <class T, class Elem>
+  void list(std::vector<T>& v, size_t max, Elem&& elem) {
+    const uint64_t n = get(4);
+    // Every element takes at least a byte: a count the bytes left cannot hold allocates nothing.
+    require(n <= max && n <= p_.size() - pos_);
+    v.clear();  // elements start from their defaults: an optional field left out reads as unset
+    if (!ok_) return;
+    v.resize(static_cast<size_t>(n));
+    for (T& e : v) {
+      elem(e);
+      if (!ok_) return;
+    }
+  }
+  template <class M>
+  void sized(M& m) {
+    const uint64_t n = get(4);
+    const uint8_t* q = take(static_cast<size_t>(n));
+    if (q == nullptr) return;
+    Reader sub({q, static_cast<size_t>(n)});
+    M::fields(sub, m);
+    require(sub.done());
+  }
+  void flagged(uint8_t& x, uint8_t bit, bool& on) {
+    u8(x);
+    on = (x & bit) != 0;
+    x = static_cast<uint8_t>(x & ~bit);
+  }
+  void require(bool cond) { ok_ = ok_ && cond; }
 
  private:
-  bool need(size_t n) const { return p_.size() - pos_ >= n; }
+  const uint8_t* take(size_t n) {
+    if (!ok_ || p_.size() - pos_ < n) {
+      ok_ = false;
+      return nullptr;
+    }
+    const uint8_t* q = p_.data() + pos_;
+    pos_ += n;
+    return q;
+  }
+  uint64_t get(size_t n) {
+    const uint8_t* q = take(n);
+    return q != nullptr ? loadBE(q, n) : 0;
+  }
   std::span<const uint8_t> p_;
   size_t pos_ = 0;
+  bool ok_ = true;
 };
+
+template <class M>
+size_t sizeOf(const M& m) {
+  Sizer s;
+  M::fields(s, m);
+  return s.size();
+}
+
+template <class M>
+std::vector<uint8_t> encodeMessage(const M& m) {
+  std::vector<uint8_t> out(sizeOf(m));
+  Writer w(out.data(), out.size());
+  M::fields(w, m);
+  assert(w.size() == out.size());
+  return out;
+}
+
+template <class M>
+bool decodeMessage(std::span<const uint8_t> p, M* m) {
+  Reader r(p);
+  M::fields(r, *m);
+  return r.done();
+}
 
 std::span<const uint8_t> asBytes(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
@@ -131,17 +259,18 @@ void appendFrame(std::vector<uint8_t>* out, MsgType type, uint64_t counter, std:
   const size_t len = kHeaderBytes + payload.size() + (key ? kMacBytes : 0);
   const size_t at = out->size();
   if (out->capacity() < at + 4 + len) out->reserve(std::max(at + 4 + len, 2 * out->capacity()));
-  Writer w(std::move(*out));
-  for (int i = 3; i >= 0; --i) w.u8(static_cast<uint8_t>(len >> (8 * i)));
-  w.u8(kWireVersion);
-  w.u8(static_cast<uint8_t>(type));
-  w.u64(counter);
-  w.bytes(payload);
-  *out = w.take();
+  out->resize(at + 4 + len);
+  uint8_t* frame = out->data() + at;
+  Writer w(frame, 4 + len);
+  w.u32(static_cast<uint32_t>(len));
+  const FrameHeader h{kWireVersion, static_cast<uint8_t>(type), counter};
+  FrameHeader::fields(w, h);
+  w.raw(payload.data(), payload.size());
   if (key != nullptr) {
-    Digest mac = key->mac({std::span<const uint8_t>(out->data() + at, out->size() - at)});
-    out->insert(out->end(), mac.begin(), mac.end());
+    const Digest mac = key->mac({std::span<const uint8_t>(frame, w.size())});
+    w.raw(mac.data(), mac.size());
   }
+  assert(w.size() == 4 + len);
 }
 
 void FrameReader::append(std::span<const uint8_t> bytes) {
@@ -158,332 +287,109 @@ WireError FrameReader::next(Frame* out) {
   size_t avail = buf_.size() - pos_;
   if (avail < 4) return WireError::NeedMore;
   const uint8_t* p = buf_.data() + pos_;
-  size_t len = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | p[3];
-  // Checked before waiting for the body: a hostile length never makes us buffer it.
+  // The length alone, checked before waiting for the body: a hostile length never makes us buffer it.
+  const size_t len = static_cast<size_t>(loadBE(p, 4));
   if (len > kMaxFrameBytes) return fail(WireError::Oversized);
   size_t minLen = kHeaderBytes + (key_ ? kMacBytes : 0);
   if (len < minLen) return fail(WireError::Undersized);
   if (avail < 4 + len) return WireError::NeedMore;
-  if (p[4] != kWireVersion) return fail(WireError::BadVersion);
-  uint8_t type = p[5];
-  if (type < 1 || type > 6) return fail(WireError::BadType);
-  if ((type == static_cast<uint8_t>(MsgType::Hello)) == key_.has_value()) return fail(WireError::BadType);
-  uint64_t counter = 0;
-  for (int i = 0; i < 8; ++i) counter |= uint64_t{p[6 + i]} << (8 * i);
+  FrameHeader h;
+  Reader r({p + 4, kHeaderBytes});
+  FrameHeader::fields(r, h);
+  if (h.version != kWireVersion) return fail(WireError::BadVersion);
+  if (h.type < static_cast<uint8_t>(MsgType::Hello) || h.type > static_cast<uint8_t>(MsgType::Reports))
+    return fail(WireError::BadType);
+  if ((h.type == static_cast<uint8_t>(MsgType::Hello)) == key_.has_value()) return fail(WireError::BadType);
   size_t bodyEnd = 4 + len - (key_ ? kMacBytes : 0);
   if (key_) {
     Digest mac = key_->mac({std::span<const uint8_t>(p, bodyEnd)});
     if (!digestsEqual(mac, std::span<const uint8_t>(p + bodyEnd, kMacBytes))) return fail(WireError::BadMac);
-    if (counter != lastCounter_ + 1) return fail(WireError::Replayed);
-    lastCounter_ = counter;
+    if (h.counter != lastCounter_ + 1) return fail(WireError::Replayed);
+    lastCounter_ = h.counter;
   }
-  out->type = static_cast<MsgType>(type);
-  out->counter = counter;
+  out->type = static_cast<MsgType>(h.type);
+  out->counter = h.counter;
   out->payload.assign(p + 4 + kHeaderBytes, p + bodyEnd);
   pos_ += 4 + len;
   return WireError::None;
 }
 
-std::vector<uint8_t> encode(const Hello& m) {
-  Writer w;
-  w.bytes(m.nonce);
-  return w.take();
-}
-bool decode(std::span<const uint8_t> p, Hello* m) {
-  Reader r(p);
-  return r.bytes(m->nonce.data(), kNonceBytes) && r.done();
-}
+std::vector<uint8_t> encode(const Hello& m) { return encodeMessage(m); }
+std::vector<uint8_t> encode(const Join& m) { return encodeMessage(m); }
+std::vector<uint8_t> encode(const Report& m) { return encodeMessage(m); }
+std::vector<uint8_t> encode(const Verdict& m) { return encodeMessage(m); }
+std::vector<uint8_t> encode(const Leave& m) { return encodeMessage(m); }
+bool decode(std::span<const uint8_t> p, Hello* m) { return decodeMessage(p, m); }
+bool decode(std::span<const uint8_t> p, Join* m) { return decodeMessage(p, m); }
+bool decode(std::span<const uint8_t> p, Report* m) { return decodeMessage(p, m); }
+bool decode(std::span<const uint8_t> p, Verdict* m) { return decodeMessage(p, m); }
+bool decode(std::span<const uint8_t> p, Leave* m) { return decodeMessage(p, m); }
 
-std::vector<uint8_t> encode(const Join& m) {
-  Writer w;
-  w.u64(m.commId);
-  w.u64(m.memberId);
-  w.u32(m.nRanks);
-  w.u32(m.nNodes);
-  w.u64(m.configDigest);
-  w.u64(m.nextVerdict);
-  return w.take();
-}
-bool decode(std::span<const uint8_t> p, Join* m) {
+bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out) {
   Reader r(p);
-  return r.u64(&m->commId) && r.u64(&m->memberId) && r.u32(&m->nRanks) && r.u32(&m->nNodes) &&
-         r.u64(&m->configDigest) && r.u64(&m->nextVerdict) && r.done() && m->nRanks > 0;
-}
-
-namespace {
-void writeReport(Writer& w, const Report& m) {
-  w.u64(m.commId);
-  w.u64(m.memberId);
-  w.u64(m.index);
-  w.u64(m.seq);
-  w.u64(m.elapsedUs);
-  size_t ns = std::min(m.samples.size(), kMaxReportSamples);
-  w.u32(static_cast<uint32_t>(ns));
-  size_t summaries = 0;
-  for (size_t i = 0; i < ns; ++i) {
-    const adapt::Sample& s = m.samples[i];
-    w.u64(s.seqNumber);
-    w.u64(s.bytes);
-    w.u32(s.durationNs);
-    w.u8(static_cast<uint8_t>(s.coll));
-    w.u8(static_cast<uint8_t>(s.algo));
-    w.u8(static_cast<uint8_t>(s.proto));
-    // The top bit of the channel byte says a slow-channel summary follows (mask, ratio); only the first
-    // kMaxReportSlowSamples summaries travel, so that a full report stays within kMaxFrameBytes, and
-    // only valid ones (what decode accepts): a bad summary must not cost the whole report.
-    const bool valid = s.slowChannels != 0 && s.nChannels > 0 && s.nChannels <= kMaxChannels &&
-                       (s.nChannels >= 64 || (s.slowChannels >> s.nChannels) == 0) && s.slowRatioQ8 >= 256;
-    const bool slow = valid && summaries < kMaxReportSlowSamples;
-    w.u8(static_cast<uint8_t>(s.nChannels | (slow ? kSlowSummaryFlag : 0)));
-    if (slow) {
-      ++summaries;
-      w.u64(s.slowChannels);
-      w.u8(static_cast<uint8_t>(s.slowRatioQ8 & 0xff));
-      w.u8(static_cast<uint8_t>(s.slowRatioQ8 >> 8));
-    }
-  }
-  size_t nt = std::min(m.sights.size(), kMaxReportSights);
-  w.u32(static_cast<uint32_t>(nt));
-  for (size_t i = 0; i < nt; ++i) {
-    const adapt::Sight& s = m.sights[i];
-    w.u8(static_cast<uint8_t>(s.coll));
-    w.u8(s.bucket);
-    w.u64(s.bytes);
-    for (const auto& row : s.cost)
-      for (float f : row) w.u32(std::bit_cast<uint32_t>(f));
-  }
-  size_t nl = std::min(m.links.size(), kMaxReportLinks);
-  w.u32(static_cast<uint32_t>(nl));
-  for (size_t i = 0; i < nl; ++i) {
-    const adapt::LinkNote& l = m.links[i];
-    std::string_view name(l.link.data(), std::min(l.link.size(), adapt::kMaxLinkName));
-    w.u8(static_cast<uint8_t>(name.size()));
-    w.bytes(asBytes(name));
-    w.u8(l.state);
-    w.u32(std::bit_cast<uint32_t>(l.capacityRatio));
-    w.u32(std::bit_cast<uint32_t>(l.errorsPerSec));
-    w.u32(std::bit_cast<uint32_t>(l.rttUs));
-    w.u32(std::bit_cast<uint32_t>(l.baselineRttUs));
-  }
-}
-}  // namespace
-
-std::vector<uint8_t> encode(const Report& m) {
-  // The fixed fields and counts, then at most this much per sample, sight and link.
-  Writer w(52 + m.samples.size() * 34 + m.sights.size() * (10 + sizeof(adapt::Sight::cost)) + m.links.size() * 96);
-  writeReport(w, m);
-  return w.take();
-}
-bool decode(std::span<const uint8_t> p, Report* m) {
-  Reader r(p);
-  uint32_t n = 0;
-  if (!r.u64(&m->commId) || !r.u64(&m->memberId) || !r.u64(&m->index) || !r.u64(&m->seq) || !r.u64(&m->elapsedUs) ||
-      !r.u32(&n) || n > kMaxReportSamples)
-    return false;
-  m->samples.assign(n, {});
-  size_t summaries = 0;
-  for (adapt::Sample& s : m->samples) {
-    uint8_t c, a, pr;
-    if (!r.u64(&s.seqNumber) || !r.u64(&s.bytes) || !r.u32(&s.durationNs) || !r.u8(&c) || !r.u8(&a) || !r.u8(&pr) ||
-        !r.u8(&s.nChannels))
-      return false;
-    s.coll = static_cast<int8_t>(c), s.algo = static_cast<int8_t>(a), s.proto = static_cast<int8_t>(pr);
-    const bool slow = (s.nChannels & kSlowSummaryFlag) != 0;
-    s.nChannels = static_cast<uint8_t>(s.nChannels & ~kSlowSummaryFlag);
-    if (s.coll < -1 || s.coll >= kNumCollTypes || s.algo < -1 || s.algo >= kNumAlgos || s.proto < -1 ||
-        s.proto >= kNumProtos || s.nChannels > kMaxChannels)
-      return false;
-    // A summary names only channels the collective ran, and its slowest is at least 1.2x the median.
-    uint8_t lo = 0, hi = 0;
-    if (slow && (++summaries > kMaxReportSlowSamples || !r.u64(&s.slowChannels) || !r.u8(&lo) || !r.u8(&hi) ||
-                 s.slowChannels == 0 || s.nChannels == 0 || (s.nChannels < 64 && (s.slowChannels >> s.nChannels) != 0)))
-      return false;
-    s.slowRatioQ8 = static_cast<uint16_t>(lo | (hi << 8));
-    if (slow && s.slowRatioQ8 < 256) return false;
-  }
-  if (!r.u32(&n) || n > kMaxReportSights) return false;
-  m->sights.assign(n, {});
-  for (adapt::Sight& s : m->sights) {
-    uint8_t c;
-    if (!r.u8(&c) || !r.u8(&s.bucket) || !r.u64(&s.bytes)) return false;
-    s.coll = static_cast<int8_t>(c);
-    if (s.coll < 0 || s.coll >= kNumCollTypes || s.bucket >= SizeBuckets::kCount) return false;
-    for (auto& row : s.cost)
-      for (float& f : row) {
-        uint32_t bits;
-        if (!r.u32(&bits)) return false;
-        f = std::bit_cast<float>(bits);
-        if (!std::isfinite(f)) return false;
-      }
-  }
-  if (!r.u32(&n) || n > kMaxReportLinks) return false;
-  m->links.assign(n, {});
-  for (adapt::LinkNote& l : m->links) {
-    uint8_t len;
-    uint32_t cap, err, rtt, base;
-    if (!r.u8(&len) || len > adapt::kMaxLinkName) return false;
-    l.link.assign(len, '\0');
-    if (!r.bytes(reinterpret_cast<uint8_t*>(l.link.data()), len)) return false;
-    for (char c : l.link)
-      if (c < 0x20 || c > 0x7e) return false;  // printable ASCII only: it goes into logs
-    if (!r.u8(&l.state) || l.state < 1 || l.state > 2 || !r.u32(&cap) || !r.u32(&err) || !r.u32(&rtt) ||
-        !r.u32(&base))
-      return false;
-    l.capacityRatio = std::bit_cast<float>(cap);
-    l.errorsPerSec = std::bit_cast<float>(err);
-    l.rttUs = std::bit_cast<float>(rtt);
-    l.baselineRttUs = std::bit_cast<float>(base);
-    if (!std::isfinite(l.capacityRatio) || !std::isfinite(l.errorsPerSec)) return false;
-    // Latencies go into the policy's explanations: a negative or infinite one is a broken peer.
-    if (!std::isfinite(l.rttUs) || !std::isfinite(l.baselineRttUs) || l.rttUs < 0 || l.baselineRttUs < 0)
-      return false;
-  }
+  reportsFields(r, *out);
   return r.done();
 }
 
-std::vector<uint8_t> encode(const Verdict& m) {
-  Writer w;
-  w.u64(m.commId);
-  w.u64(m.index);
-  w.u64(m.boundary);
-  w.u64(m.next);
-  w.u8(m.observeOnly ? 1 : 0);
-  std::string_view reason(m.reason.data(), std::min(m.reason.size(), kMaxReason));
-  w.u32(static_cast<uint32_t>(reason.size()));
-  w.bytes(asBytes(reason));
-  w.u32(static_cast<uint32_t>(std::min(m.rules.size(), kMaxRules)));
-  for (size_t i = 0; i < m.rules.size() && i < kMaxRules; ++i) {
-    const TableRule& t = m.rules[i];
-    w.u8(static_cast<uint8_t>(t.coll));
-    w.u64(t.minBytes);
-    w.u64(t.maxBytes);
-    w.u8(static_cast<uint8_t>(t.decision.algo));
-    w.u8(static_cast<uint8_t>(t.decision.proto));
-    w.u8(static_cast<uint8_t>(t.decision.nChannels));
-  }
-  return w.take();
-}
-bool decode(std::span<const uint8_t> p, Verdict* m) {
-  Reader r(p);
-  uint8_t flag = 0;
-  uint32_t n = 0;
-  if (!r.u64(&m->commId) || !r.u64(&m->index) || !r.u64(&m->boundary) || !r.u64(&m->next) || !r.u8(&flag) || flag > 1 ||
-      !r.u32(&n) || n > kMaxReason)
-    return false;
-  m->observeOnly = flag == 1;
-  m->reason.assign(n, '\0');
-  if (!r.bytes(reinterpret_cast<uint8_t*>(m->reason.data()), n)) return false;
-  for (char c : m->reason)
-    if (c < 0x20 || c > 0x7e) return false;  // printable ASCII only: it goes into logs
-  if (!r.u32(&n) || n > kMaxRules || m->next <= m->boundary) return false;
-  m->rules.clear();
-  for (uint32_t i = 0; i < n; ++i) {
-    uint8_t coll, algo, proto, ch;
-    TableRule t;
-    if (!r.u8(&coll) || !r.u64(&t.minBytes) || !r.u64(&t.maxBytes) || !r.u8(&algo) || !r.u8(&proto) || !r.u8(&ch))
-      return false;
-    t.coll = static_cast<int8_t>(coll);
-    t.decision = {static_cast<int8_t>(algo), static_cast<int8_t>(proto), static_cast<int8_t>(ch)};
-    if (t.coll < kAny || t.coll >= kNumCollTypes || t.minBytes > t.maxBytes) return false;
-    if (t.decision.algo < kAny || t.decision.algo >= kNumAlgos || t.decision.proto < kAny ||
-        t.decision.proto >= kNumProtos || t.decision.nChannels < 0 || t.decision.nChannels > kMaxChannels)
-      return false;
-    m->rules.push_back(t);
-  }
-  return r.done();
-}
+size_t encodedSize(const Report& m) { return sizeOf(m); }
+size_t encodedSize(const Verdict& m) { return sizeOf(m); }
 
-std::vector<uint8_t> encode(const Leave& m) {
-  Writer w;
-  w.u64(m.commId);
-  w.u64(m.memberId);
-  return w.take();
-}
-bool decode(std::span<const uint8_t> p, Leave* m) {
-  Reader r(p);
-  return r.u64(&m->commId) && r.u64(&m->memberId) && r.done();
-}
-
-size_t ReportBatcher::open() {
-  if (count_ == 0 && cur_.empty()) {
-    cur_.reserve(4096);
-    cur_.resize(4);  // the count, patched when the payload is closed
-  }
-  const size_t at = cur_.size();
-  cur_.resize(at + 4);  // this report's length, patched in close()
-  return at;
-}
-
-void ReportBatcher::close(size_t at) {
+uint8_t* ReportBatcher::place(size_t n) {
   // What a Reports payload may hold so that its frame stays within kMaxFrameBytes.
   constexpr size_t kRoom = kMaxFrameBytes - kHeaderBytes - kMacBytes;
-  const size_t len = cur_.size() - at - 4;
-  if (4 + 4 + len > kRoom) {  // cannot happen: a Report is bounded well below a frame
-    cur_.resize(at);
-    return;
+  if (4 + n > kRoom) return nullptr;  // cannot happen: a Report is bounded well below a frame
+  if (count_ == kMaxBatchReports || (count_ > 0 && cur_.size() + n > kRoom)) closePayload();
+  if (count_ == 0) {
+    cur_.clear();
+    cur_.reserve(std::max<size_t>(4096, 4 + n));
+    cur_.resize(4);  // the count, written when the payload is closed
   }
-  for (int i = 0; i < 4; ++i) cur_[at + static_cast<size_t>(i)] = static_cast<uint8_t>(len >> (8 * i));
-  if (count_ == kMaxBatchReports || cur_.size() > kRoom) {  // it starts the next payload
-    std::vector<uint8_t> tail(cur_.begin() + static_cast<std::ptrdiff_t>(at), cur_.end());
-    cur_.resize(at);
-    closePayload();
-    cur_.reserve(4096);
-    cur_.resize(4);
-    cur_.insert(cur_.end(), tail.begin(), tail.end());
-  }
+  const size_t at = cur_.size();
+  cur_.resize(at + n);
   ++count_;
+  return cur_.data() + at;
 }
 
 void ReportBatcher::closePayload() {
   if (count_ == 0) return;
-  for (int i = 0; i < 4; ++i) cur_[static_cast<size_t>(i)] = static_cast<uint8_t>(count_ >> (8 * i));
+  Writer w(cur_.data(), 4);
+  w.u32(count_);  // reportsFields' count
   out_.push_back(std::move(cur_));
   cur_.clear();
   count_ = 0;
 }
 
+// Each report as reportsFields' elements: sized(report).
 void ReportBatcher::add(const Report& r) {
-  const size_t at = open();
-  Writer w(std::move(cur_));
-  writeReport(w, r);
-  cur_ = w.take();
-  close(at);
+  Sizer s;
+  s.sized(r);
+  if (uint8_t* d = place(s.size())) {
+    Writer w(d, s.size());
+    w.sized(r);
+  }
 }
 
 void ReportBatcher::addEncoded(std::span<const uint8_t> report) {
-  const size_t at = open();
-  cur_.insert(cur_.end(), report.begin(), report.end());
-  close(at);
+  Sizer s;
+  s.sized(report);
+  if (uint8_t* d = place(s.size())) {
+    Writer w(d, s.size());
+    w.sized(report);
+  }
 }
 
 std::vector<std::vector<uint8_t>> ReportBatcher::finish() {
   closePayload();
   cur_ = {};
-  return std::move(out_);
+  std::vector<std::vector<uint8_t>> done = std::move(out_);
+  out_.clear();
+  return done;
 }
 
 std::vector<std::vector<uint8_t>> packReports(std::span<const std::vector<uint8_t>> encodedReports) {
   ReportBatcher b;
   for (const std::vector<uint8_t>& r : encodedReports) b.addEncoded(r);
   return b.finish();
-}
-
-bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out) {
-  Reader r(p);
-  uint32_t n = 0;
-  if (!r.u32(&n) || n == 0 || n > kMaxBatchReports) return false;
-  out->clear();
-  size_t pos = 4;
-  for (uint32_t i = 0; i < n; ++i) {
-    uint32_t len = 0;
-    if (!r.u32(&len) || p.size() - pos - 4 < len) return false;
-    Report rep;
-    if (!decode(p.subspan(pos + 4, len), &rep)) return false;
-    out->push_back(std::move(rep));
-    if (!r.skip(len)) return false;
-    pos += 4 + len;
-  }
-  return r.done();
 }
 
 }  // namespace wirewise::control

@@ -1,13 +1,42 @@
-// The control-plane wire protocol. Every frame is
-//   u32 length (big-endian; bytes after this field, <= kMaxFrameBytes)
-//   u8 version (kWireVersion) | u8 type | u64 counter (little-endian) | payload | 32-byte HMAC-SHA-256
+// The control-plane wire protocol. This header is its specification: the frame below, and each message's
+// field list (its fields() template), which the one writer and the one reader in wire.cc both walk.
+//
+// Byte order: every integer of more than one byte — the frame length, the counter and every message
+// field — is big-endian (network order). A float travels as its IEEE-754 binary32 bits, as a u32.
+//
+// Frame:
+//   u32 length (bytes after this field; kHeaderBytes (+ kMacBytes once keyed) .. kMaxFrameBytes)
+//   u8 version (kWireVersion) | u8 type (MsgType) | u64 counter | payload | 32-byte HMAC-SHA-256
 // The two Hello frames that open a connection carry each side's random nonce and no MAC. Every later
 // frame is authenticated with a per-connection, per-direction key derived from the job key and both
 // nonces, and its counter must be exactly one more than the previous frame's: a frame recorded on another
 // connection fails the MAC, a frame replayed on the same one fails the counter. A decoding error is
 // final for the connection (the peer is dropped and the error logged); it never reaches a communicator.
+//
+// Payload: the message's fields in the order its field list visits them, with nothing between or after
+// them. The kinds of field a list is made of (V is the visitor: the writer, its sizer or the reader):
+//   u8(x) u16(x) u32(x) u64(x)  an unsigned integer of 1, 2, 4 or 8 bytes
+//   u8(x, lo, hi)               one byte; the reader refuses a value outside [lo, hi]
+//   i8(x, lo, hi)               a signed integer in one byte (two's complement), refused outside [lo, hi]
+//   flag(b)                     one byte, 0 or 1
+//   f32(x, real)                binary32 bits; refused unless finite, and for Real::NonNegative unless >= 0
+//   bytes(a)                    a fixed-size byte array, as it is
+//   text(s, max, len)           the length (one byte for Len::u8, four for Len::u32), then that many bytes of
+//                               printable ASCII (they go into logs); the writer cuts a longer string to
+//                               max, the reader refuses a longer or non-printable one
+//   list(v, max, elem)          u32 count, then that many elements; the writer sends the first max, the
+//                               reader refuses a count above max
+//   sized(m)                    u32 length, then m's fields in exactly that many bytes
+//   flagged(x, bit, on)         one byte: x with `bit` set when `on` (optional fields follow); the reader
+//                               splits them again
+//   require(cond)               no bytes: the reader refuses the message when cond fails on what it read
+// A decoder checks every byte: a truncation, a trailing byte, a count or length past its bound or a field
+// out of range is a malformed message (decode returns false and the peer is dropped as malformed), never
+// a partial or out-of-bounds read. Each value has one encoding: what decodes re-encodes to the same bytes
+// (tests/control/fuzz_wire.cc checks it).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,9 +50,10 @@
 
 namespace wirewise::control {
 
-// 2: reports carry per-channel slow-channel summaries and link notes carry RTTs. A member of another
-// build is refused with BadVersion (logged), never misread.
-inline constexpr uint8_t kWireVersion = 2;
+// 3: one byte order (big-endian) for the frame and every field. 2: reports carry per-channel slow-channel
+// summaries and link notes carry RTTs. A peer of another version is refused with BadVersion (logged),
+// never misread: every version keeps the length (big-endian) and the version byte where they are.
+inline constexpr uint8_t kWireVersion = 3;
 inline constexpr size_t kMaxFrameBytes = 64 * 1024;  // a verdict of 2,000 rules still fits
 inline constexpr size_t kNonceBytes = 16;
 inline constexpr size_t kMacBytes = 32;
@@ -58,6 +88,19 @@ struct Frame {
   std::vector<uint8_t> payload;
 };
 
+// The frame's fields after its length, as a field list like the messages'.
+struct FrameHeader {
+  uint8_t version = kWireVersion;
+  uint8_t type = 0;
+  uint64_t counter = 0;
+  template <class V, class Self>
+  static void fields(V& v, Self& h) {
+    v.u8(h.version);
+    v.u8(h.type);
+    v.u64(h.counter);
+  }
+};
+
 // Encodes one frame. key == nullptr: an unauthenticated Hello.
 std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::span<const uint8_t> payload,
                                  const HmacSha256Key* key);
@@ -68,7 +111,7 @@ inline std::vector<uint8_t> encodeFrame(MsgType type, uint64_t counter, std::spa
 }
 
 // Appends one frame to *out (what encodeFrame returns), reusing its capacity: a connection queues its
-// frames in one buffer that it keeps.
+// frames in one buffer that it keeps, and a frame that fits allocates nothing.
 void appendFrame(std::vector<uint8_t>* out, MsgType type, uint64_t counter, std::span<const uint8_t> payload,
                  const HmacSha256Key* key);
 
@@ -90,16 +133,111 @@ class FrameReader {
   WireError sticky_ = WireError::None;
 };
 
+// ---- Field kinds' parameters ----
+
+enum class Len : uint8_t { u8 = 1, u32 = 4 };  // the width of a text's length
+enum class Real : uint8_t { Finite, NonNegative };  // NonNegative: finite and >= 0
+
 // ---- Messages ----
+
+inline constexpr size_t kMaxReportLinks = 16;      // <= 82 bytes each
+inline constexpr size_t kMaxReportSamples = 2000;  // 24 bytes each
+// Samples whose slow-channel summary travels (10 bytes more each; flagged by kSlowSummaryFlag in the
+// channel byte); the others' summaries are left out. 512 x 10 bytes keeps a full report under
+// kMaxFrameBytes.
+inline constexpr size_t kMaxReportSlowSamples = 512;
+inline constexpr uint8_t kSlowSummaryFlag = 0x80;
+inline constexpr size_t kMaxReportSights = 64;  // 94 bytes each; with the samples well under kMaxFrameBytes
+inline constexpr size_t kMaxRules = 2000;
+inline constexpr size_t kMaxReason = 256;
+
+// A summary names only channels the collective ran, and its slowest is at least 1.2x the median (>= 1.0
+// in Q8). The writer leaves out one that fails this (a bad summary must not cost the whole report); the
+// reader refuses it.
+constexpr bool slowSummaryValid(const adapt::Sample& s) {
+  return s.slowChannels != 0 && s.nChannels > 0 && s.nChannels <= kMaxChannels &&
+         (s.nChannels >= 64 || (s.slowChannels >> s.nChannels) == 0) && s.slowRatioQ8 >= 256;
+}
+
+// slowLeft: the summaries the report may still carry (kMaxReportSlowSamples at its first sample), so that
+// a full report stays within kMaxFrameBytes.
+template <class V, class S>
+void sampleFields(V& v, S& s, size_t& slowLeft) {
+  v.u64(s.seqNumber);
+  v.u64(s.bytes);
+  v.u32(s.durationNs);
+  v.i8(s.coll, -1, kNumCollTypes - 1);
+  v.i8(s.algo, -1, kNumAlgos - 1);
+  v.i8(s.proto, -1, kNumProtos - 1);
+  // What the writer sends; the reader learns it from the flag.
+  bool slow = slowSummaryValid(s) && slowLeft > 0;
+  v.flagged(s.nChannels, kSlowSummaryFlag, slow);
+  v.require(s.nChannels <= kMaxChannels);
+  if (!slow) return;
+  v.require(slowLeft > 0);
+  if (slowLeft > 0) --slowLeft;
+  v.u64(s.slowChannels);
+  v.u16(s.slowRatioQ8);
+  v.require(slowSummaryValid(s));
+}
+
+// NCCL's costs may be negative (a disabled entry), never non-finite.
+template <class V, class S>
+void sightFields(V& v, S& s) {
+  v.i8(s.coll, 0, kNumCollTypes - 1);
+  v.u8(s.bucket, 0, SizeBuckets::kCount - 1);
+  v.u64(s.bytes);
+  for (auto& row : s.cost)
+    for (auto& f : row) v.f32(f, Real::Finite);
+}
+
+// Only unhealthy links travel: degraded (1) or down (2). Latencies go into the policy's explanations, so
+// a negative one is a broken peer.
+template <class V, class L>
+void linkNoteFields(V& v, L& l) {
+  v.text(l.link, adapt::kMaxLinkName, Len::u8);
+  v.u8(l.state, 1, 2);
+  v.f32(l.capacityRatio, Real::Finite);
+  v.f32(l.errorsPerSec, Real::Finite);
+  v.f32(l.rttUs, Real::NonNegative);
+  v.f32(l.baselineRttUs, Real::NonNegative);
+}
+
+template <class V, class R>
+void tableRuleFields(V& v, R& t) {
+  v.i8(t.coll, kAny, kNumCollTypes - 1);
+  v.u64(t.minBytes);
+  v.u64(t.maxBytes);
+  v.i8(t.decision.algo, kAny, kNumAlgos - 1);
+  v.i8(t.decision.proto, kAny, kNumProtos - 1);
+  v.i8(t.decision.nChannels, 0, kMaxChannels);
+  v.require(t.minBytes <= t.maxBytes);
+}
 
 struct Hello {
   Nonce nonce{};
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.bytes(m.nonce);
+  }
+  friend bool operator==(const Hello&, const Hello&) = default;
 };
 struct Join {
   uint64_t commId = 0, memberId = 0;
   uint32_t nRanks = 0, nNodes = 0;
   uint64_t configDigest = 0;  // digest of the member's own static table for this comm
   uint64_t nextVerdict = 0;   // the first verdict index it still lacks (resync after a reconnect)
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.u64(m.commId);
+    v.u64(m.memberId);
+    v.u32(m.nRanks);
+    v.u32(m.nNodes);
+    v.u64(m.configDigest);
+    v.u64(m.nextVerdict);
+    v.require(m.nRanks > 0);
+  }
+  friend bool operator==(const Join&, const Join&) = default;
 };
 struct Report {
   uint64_t commId = 0, memberId = 0;
@@ -111,15 +249,20 @@ struct Report {
   std::vector<adapt::Sample> samples;
   std::vector<adapt::Sight> sights;
   std::vector<adapt::LinkNote> links;  // this host's unhealthy links now (at most kMaxReportLinks)
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.u64(m.commId);
+    v.u64(m.memberId);
+    v.u64(m.index);
+    v.u64(m.seq);
+    v.u64(m.elapsedUs);
+    size_t slowLeft = kMaxReportSlowSamples;
+    v.list(m.samples, kMaxReportSamples, [&](auto& s) { sampleFields(v, s, slowLeft); });
+    v.list(m.sights, kMaxReportSights, [&](auto& s) { sightFields(v, s); });
+    v.list(m.links, kMaxReportLinks, [&](auto& l) { linkNoteFields(v, l); });
+  }
+  friend bool operator==(const Report&, const Report&) = default;
 };
-inline constexpr size_t kMaxReportLinks = 16;  // <= 87 bytes each
-inline constexpr size_t kMaxReportSamples = 2000;  // 24 bytes each
-// Samples whose slow-channel summary travels (10 bytes more each; flagged by kSlowSummaryFlag in the
-// channel byte); the others' summaries are left out. 512 x 10 bytes keeps a full report under
-// kMaxFrameBytes.
-inline constexpr size_t kMaxReportSlowSamples = 512;
-inline constexpr uint8_t kSlowSummaryFlag = 0x80;
-inline constexpr size_t kMaxReportSights = 64;     // 94 bytes each; with the samples well under kMaxFrameBytes
 struct Verdict {
   uint64_t commId = 0;
   uint64_t index = 0;     // k: the table for [B_k, B_k+1)
@@ -128,11 +271,37 @@ struct Verdict {
   bool observeOnly = false;
   std::string reason;
   std::vector<TableRule> rules;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.u64(m.commId);
+    v.u64(m.index);
+    v.u64(m.boundary);
+    v.u64(m.next);
+    v.require(m.next > m.boundary);
+    v.flag(m.observeOnly);
+    v.text(m.reason, kMaxReason, Len::u32);
+    v.list(m.rules, kMaxRules, [&](auto& t) { tableRuleFields(v, t); });
+  }
   friend bool operator==(const Verdict&, const Verdict&) = default;
 };
 struct Leave {
   uint64_t commId = 0, memberId = 0;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.u64(m.commId);
+    v.u64(m.memberId);
+  }
+  friend bool operator==(const Leave&, const Leave&) = default;
 };
+
+// Reports: several members' reports in one frame (one MAC, one write), as a process's members pass a
+// boundary together; a decoder accepts a batch only if every report in it decodes.
+inline constexpr size_t kMaxBatchReports = 4096;
+template <class V, class Batch>
+void reportsFields(V& v, Batch& reports) {
+  v.list(reports, kMaxBatchReports, [&](auto& r) { v.sized(r); });
+  v.require(!reports.empty());
+}
 
 std::vector<uint8_t> encode(const Hello& m);
 std::vector<uint8_t> encode(const Join& m);
@@ -145,12 +314,13 @@ bool decode(std::span<const uint8_t> p, Join* m);
 bool decode(std::span<const uint8_t> p, Report* m);
 bool decode(std::span<const uint8_t> p, Verdict* m);
 bool decode(std::span<const uint8_t> p, Leave* m);
+bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out);
 
-// Reports: several members' reports in one frame (one MAC, one write), as a process's members pass a
-// boundary together. Payload: u32 count (1..kMaxBatchReports) | count x (u32 length | Report payload).
-// packReports groups encoded Report payloads into as few Reports payloads as fit a frame; a decoder
-// accepts a batch only if every report in it decodes.
-inline constexpr size_t kMaxBatchReports = 4096;
+// The bytes encode(m) returns, counted by walking m's field list (nothing is encoded).
+size_t encodedSize(const Report& m);
+size_t encodedSize(const Verdict& m);
+
+// packReports groups encoded Report payloads into as few Reports payloads as fit a frame.
 std::vector<std::vector<uint8_t>> packReports(std::span<const std::vector<uint8_t>> encodedReports);
 
 // The same payloads as packReports, built report by report straight into the payload (no buffer per
@@ -163,13 +333,13 @@ class ReportBatcher {
   std::vector<std::vector<uint8_t>> finish();
 
  private:
-  size_t open();
-  void close(size_t at);
+  // Room for one report of n bytes (its length prefix included) at the end of the open payload; a new
+  // payload when the open one is full. Null when a report cannot fit any frame.
+  uint8_t* place(size_t n);
   void closePayload();
   std::vector<uint8_t> cur_;
   uint32_t count_ = 0;
   std::vector<std::vector<uint8_t>> out_;
 };
-bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out);
 
 }  // namespace wirewise::control

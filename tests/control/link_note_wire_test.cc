@@ -3,6 +3,7 @@
 // latency is refused whole.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -22,11 +23,17 @@ Report withRail() {
   return r;
 }
 
+// A float as the wire carries it: its bits, big-endian.
+void storeWire(float f, uint8_t* out) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(bits >> (24 - 8 * i));
+}
+
 // Byte offset of the rail note's rttUs field in an encoded report: where its two latencies appear in a row.
 size_t rttOffset(const std::vector<uint8_t>& bytes) {
-  const float want[2] = {2137.5f, 41.25f};
   uint8_t pattern[8];
-  std::memcpy(pattern, want, 8);
+  storeWire(2137.5f, pattern);
+  storeWire(41.25f, pattern + 4);
   for (size_t i = 0; i + 8 <= bytes.size(); ++i)
     if (std::memcmp(bytes.data() + i, pattern, 8) == 0) return i;
   ADD_FAILURE() << "latencies not found in the encoding";
@@ -64,14 +71,14 @@ TEST(LinkNoteWire, NegativeOrNonFiniteLatencyIsRejected) {
   for (float v : bad)
     for (size_t field = 0; field < 2; ++field) {
       std::vector<uint8_t> bytes = encode(withRail());
-      std::memcpy(bytes.data() + rttOffset(bytes) + 4 * field, &v, 4);  // little-endian hosts, as the wire
+      storeWire(v, bytes.data() + rttOffset(bytes) + 4 * field);
       Report out;
       EXPECT_FALSE(decode(bytes, &out)) << "value " << v << " in field " << field;
     }
   // The same position with a sane value decodes, so the offset above is the field's.
   std::vector<uint8_t> bytes = encode(withRail());
   const float ok = 77.0f;
-  std::memcpy(bytes.data() + rttOffset(bytes), &ok, 4);
+  storeWire(ok, bytes.data() + rttOffset(bytes));
   Report out;
   ASSERT_TRUE(decode(bytes, &out));
   EXPECT_FLOAT_EQ(out.links[1].rttUs, 77.0f);
