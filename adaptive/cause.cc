@@ -2,35 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <vector>
 
+#include "common/units.h"
+
 namespace wirewise::adapt {
-namespace {
-
-// "4 KiB", "25 MiB": the size a reader thinks in (binary units, as the buckets are).
-std::string sizeText(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, bytes >= 10 || bytes == std::floor(bytes) ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return buf;
-}
-
-std::string usText(double us) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, std::fabs(us) >= 10 ? "%+.0f us" : "%+.1f us", us);
-  return buf;
-}
-
-std::string pctText(double pct) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, std::fabs(pct) >= 10 ? "%.0f%%" : "%.1f%%", std::fabs(pct));
-  return buf;
-}
-
-}  // namespace
 
 std::string_view causeName(CauseKind k) {
   switch (k) {
@@ -109,20 +85,23 @@ Cause inferCause(std::span<const BucketDelta> buckets, const CauseParams& p) {
 
 std::string explainCause(const Cause& c, std::string_view coll) {
   if (c.kind == CauseKind::None) return "";
-  const std::string who(coll), small = sizeText(c.smallBytes), large = sizeText(c.largeBytes);
+  const std::string who(coll), small = roughBytesText(c.smallBytes), large = roughBytesText(c.largeBytes);
   const std::string largeText =
-      large + " " + (c.largeDeltaPct >= 0 ? "slowed" : "sped up") + " by " + pctText(c.largeDeltaPct);
+      large + " " + (c.largeDeltaPct >= 0 ? "slowed" : "sped up") + " by " + finePercentText(c.largeDeltaPct);
   const std::string range = " at every size from " + small + " to " + large;
+  const std::string smallDelta = signedDurationText(c.smallDeltaUs);
   if (c.kind == CauseKind::Latency)
     return who + " " +
-           (c.latencyUs >= 0 ? "slowed by " + usText(c.latencyUs) : "sped up by " + usText(-c.latencyUs).substr(1)) +
-           range + " (" + small + ": " + usText(c.smallDeltaUs) + ") while " + largeText + ": a latency " +
+           (c.latencyUs >= 0 ? "slowed by " + signedDurationText(c.latencyUs)
+                             : "sped up by " + signedDurationText(-c.latencyUs).substr(1)) +
+           range + " (" + small + ": " + smallDelta + ") while " + largeText + ": a latency " +
            (c.latencyUs >= 0 ? "rise" : "drop") + ", not bandwidth";
   if (c.kind == CauseKind::Bandwidth)
     return who + " changed in proportion to the bytes: " + largeText + " while " + small + " changed by " +
-           usText(c.smallDeltaUs) + ": a bandwidth " + (c.perByteUs >= 0 ? "loss" : "gain") + ", not latency";
-  return who + " changed by " + usText(c.latencyUs) + " per collective" + range + " plus " +
-         usText(c.perByteUs * c.largeBytes) + " at " + large + " (" + largeText + "): both latency and bandwidth";
+           smallDelta + ": a bandwidth " + (c.perByteUs >= 0 ? "loss" : "gain") + ", not latency";
+  return who + " changed by " + signedDurationText(c.latencyUs) + " per collective" + range + " plus " +
+         signedDurationText(c.perByteUs * c.largeBytes) + " at " + large + " (" + largeText +
+         "): both latency and bandwidth";
 }
 
 }  // namespace wirewise::adapt

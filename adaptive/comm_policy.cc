@@ -7,6 +7,7 @@
 
 #include "adaptive/buckets.h"
 #include "adaptive/table_json.h"
+#include "common/units.h"
 
 namespace wirewise::adapt {
 namespace {
@@ -38,12 +39,6 @@ TableRule ruleFor(int coll, int bucket, Decision d) {
 
 
 double round1(double x) { return std::round(x * 10) / 10; }
-
-std::string fmtPercent(double pct) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", std::fabs(pct));
-  return buf;
-}
 
 }  // namespace
 
@@ -187,16 +182,8 @@ nlohmann::json CommPolicy::linksJson() const {
     // Rails measure their own latency: a rise to twice the baseline or more is named, in the units a
     // reader thinks in (40 µs, 2.0 ms).
     if (l.baselineRttUs > 0 && l.rttUs >= 2 * l.baselineRttUs && n > 0 && static_cast<size_t>(n) < sizeof buf) {
-      auto fmt = [](float us, char* o, size_t cap) {
-        if (us >= 1000)
-          std::snprintf(o, cap, "%.1f ms", us / 1000.0);
-        else
-          std::snprintf(o, cap, "%.0f µs", static_cast<double>(us));
-      };
-      char from[24], to[24];
-      fmt(l.baselineRttUs, from, sizeof from);
-      fmt(l.rttUs, to, sizeof to);
-      std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), ", network latency rose from %s to %s", from, to);
+      std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), ", network latency rose from %s to %s",
+                    durationText(l.baselineRttUs).c_str(), durationText(l.rttUs).c_str());
     }
     out.push_back(buf);
   }
@@ -212,7 +199,7 @@ nlohmann::json CommPolicy::bucketFields(const Bucket& b) const {
 
 void CommPolicy::emit(nlohmann::json ev, uint64_t index, uint64_t boundary) const {
   if (!emit_) return;
-  ev["comm"] = commIdHex(commId_);
+  ev["comm"] = hexId(commId_);
   ev["index"] = index;
   ev["boundary"] = boundary;
   emit_(std::move(ev));
@@ -303,14 +290,14 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
              {"probes", b.queue.size()},
              {"links", linksJson()},
              {"suspected", b.suspected},
-             {"reason", fmtPercent(pct) + (pct >= 0 ? " slower" : " faster") + " than its baseline" +
+             {"reason", percentText(pct) + (pct >= 0 ? " slower" : " faster") + " than its baseline" +
                             (b.suspected ? " while a link turned unhealthy" : "") + "; " +
                             (cause.is_null() ? std::string() : cause["text"].get<std::string>() + "; ") +
                             (b.quick ? "the same state as at verdict " + std::to_string(b.matchedIndex) +
                                            "; re-measuring its winner only"
                                      : "re-measuring " + std::to_string(b.queue.size()) +
                                            " candidates predicted within " +
-                                           fmtPercent((p_.closeFactor - 1) * 100) + " of it")}});
+                                           percentText((p_.closeFactor - 1) * 100) + " of it")}});
   if (!cause.is_null()) ev["cause"] = cause;
   emit(std::move(ev), index, boundary);
   b.suspected = false;
@@ -337,7 +324,7 @@ void CommPolicy::provisionalSwitch(Bucket& b, uint64_t index, uint64_t boundary)
              {"after_busbw_gbs", busBw(b, std::exp(best->second.logUs))},
              {"links", linksJson()},
              {"reason", choiceName(best->first) + " measured " +
-                            fmtPercent((1 - std::exp(best->second.logUs - inc->second.logUs)) * 100) +
+                            percentText((1 - std::exp(best->second.logUs - inc->second.logUs)) * 100) +
                             " faster: adopted now, still measuring"}});
   emit(std::move(ev), index, boundary);
   b.incumbent = next;
@@ -418,16 +405,16 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
     reason = from == b.incumbent ? "calibration measured " + std::to_string(sorted.size()) +
                                        " candidates; NCCL's own choice is best"
                                  : "calibration measured " + std::to_string(sorted.size()) + " candidates; " +
-                                       choiceName(*b.ran) + " is " + fmtPercent(gain) + " faster than NCCL's " +
+                                       choiceName(*b.ran) + " is " + percentText(gain) + " faster than NCCL's " +
                                        (b.nccl ? choiceName(*b.nccl) : std::string("choice"));
   else if (kind == "hold" && b.quick)
     reason = "the same state as at verdict " + std::to_string(b.matchedIndex) + ", where " + choiceName(*b.ran) +
              (sorted.size() > 1 ? " won; re-measured, it still does: kept" : " won: kept without probing");
   else if (kind == "hold")
     reason = "re-measured " + std::to_string(sorted.size()) + " candidates; none beats the incumbent by " +
-             fmtPercent(p_.switchGain * 100) + ": kept";
+             percentText(p_.switchGain * 100) + ": kept";
   else
-    reason = choiceName(*b.ran) + " measured " + fmtPercent(gain) + " faster than " + fromName + " after the change";
+    reason = choiceName(*b.ran) + " measured " + percentText(gain) + " faster than " + fromName + " after the change";
   // Why this channel count: the slow channels that ranked the channel probes.
   if (b.rankedBy && *b.ran != startRan && b.ran->nChannels != b.rankedBy->channels &&
       b.ran->nChannels <= b.rankedBy->channels)
@@ -497,8 +484,8 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
                      {"after_us", round1(std::exp(b.lastObsLog))},
                      {"links", linksJson()},
                      {"reason", "a change was detected but the exploration budget is spent (" +
-                                    std::to_string(static_cast<long long>(exploredUs_)) + " us explored, " +
-                                    fmtPercent(p_.exploreShare * 100) + " of the comm's time allowed); kept"}});
+                                    std::to_string(static_cast<long long>(exploredUs_)) + " µs explored, " +
+                                    percentText(p_.exploreShare * 100) + " of the comm's time allowed); kept"}});
           emit(std::move(ev), index, boundary);
         }
         b.shift = Shift::None;

@@ -1,11 +1,8 @@
-// Reading a configuration file and choosing the rules for one communicator. The per-format parsers
-// live in config_csv.cc and config_json.cc.
+// Telling the configuration formats apart and choosing the rules for one communicator. The per-format
+// parsers live in config_csv.cc and config_json.cc; the file is read by the caller (common/file_text.h).
 #include "adaptive/config.h"
 
-#include <cerrno>
-#include <cstdio>
 #include <exception>
-#include <system_error>
 
 namespace wirewise {
 
@@ -44,32 +41,17 @@ ParsedConfig parseConfigText(std::string_view text, std::string_view sourceName)
   }
 }
 
-ParsedConfig parseConfigFile(const std::string& path) {
+ParsedConfig parseConfigFile(const std::string& path, const FileText& file) {
+  if (file.ok()) return parseConfigText(file.text, path);
   ParsedConfig cfg;
   try {
     cfg.source = path;
-    auto unreadable = [&](std::string reason) {
-      cfg.format.clear();
-      cfg.rules.clear();
-      cfg.problems = {ConfigProblem{path, 0, std::move(reason), false}};
-      return cfg;
-    };
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) return unreadable("cannot open: " + std::generic_category().message(errno));
-    std::string text;
-    char buf[65536];
-    size_t n = 0;
-    // Bounded so that a FIFO or /dev/zero named by mistake cannot hang or exhaust init.
-    while (text.size() <= kMaxConfigBytes && (n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-    int readError = std::ferror(f) ? errno : 0;
-    std::fclose(f);
-    if (readError != 0) return unreadable("cannot read: " + std::generic_category().message(readError));
-    if (text.size() > kMaxConfigBytes) return unreadable("larger than 16 MiB; not a configuration file");
-    return parseConfigText(text, path);
-  } catch (const std::exception& e) {
-    cfg.problems.push_back({path, 0, std::string("internal error while reading: ") + e.what(), false});
-    return cfg;
+    std::string reason = file.error;
+    if (file.status == FileText::Status::kTooLarge) reason += "; not a configuration file";
+    cfg.problems.push_back({path, 0, std::move(reason), false});
+  } catch (const std::exception&) {  // only allocation can get here; an empty result still says "no rules"
   }
+  return cfg;
 }
 
 std::vector<TableRule> rulesForComm(const ParsedConfig& cfg, uint64_t nRanks, uint64_t nNodes) {

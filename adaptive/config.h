@@ -1,6 +1,7 @@
 // Static decision tables from a file: wirewise's JSON format (docs/config-format.md) or NCCL's example
 // tuner CSV (nccl_tuner.conf). Parsing never throws and never stops at a bad line: every problem is
-// reported with file, line and reason, and that line is skipped.
+// reported with file, line and reason, and that line is skipped. Pure: the caller reads the file
+// (common/file_text.h readFileText, bounded by kMaxConfigBytes) and hands over what it got.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "adaptive/decision_table.h"
+#include "common/file_text.h"
 
 namespace wirewise {
 
@@ -35,8 +37,9 @@ struct ParsedConfig {
 
 inline constexpr size_t kMaxConfigBytes = size_t{16} << 20;
 
-// Never throw. An unreadable (or over 16 MiB) file gives one problem with line 0 and no rules.
-ParsedConfig parseConfigFile(const std::string& path);
+// Never throw. The file at path as read: an unreadable (or over 16 MiB) one gives one problem with line 0
+// and no rules. Call as parseConfigFile(path, readFileText(path, kMaxConfigBytes)).
+ParsedConfig parseConfigFile(const std::string& path, const FileText& file);
 // JSON when the first non-blank character (after an optional UTF-8 BOM) is '{', NCCL's CSV otherwise.
 ParsedConfig parseConfigText(std::string_view text, std::string_view sourceName);
 // The two formats directly, when the caller already knows which one it has.

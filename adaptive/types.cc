@@ -93,10 +93,4 @@ double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks
   return static_cast<double>(bytes) / static_cast<double>(durationNs) * factor;
 }
 
-std::string commIdHex(uint64_t id) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, id);
-  return buf;
-}
-
 }  // namespace wirewise

@@ -80,7 +80,5 @@ int parseColl(std::string_view s);
 // AllGather, ReduceScatter (n-1)/n; Broadcast, Reduce 1. `bytes` is what the tuner saw (for
 // AllGather/ReduceScatter the total buffer). 0 for an unknown collective, no time or no ranks.
 double busBandwidthGBs(int coll, uint64_t bytes, uint64_t durationNs, int nRanks) noexcept;
-// A communicator id as the log and the CLI show it: "0x" and 16 hex digits.
-std::string commIdHex(uint64_t id);
 
 }  // namespace wirewise

@@ -147,10 +147,8 @@ void Client::tick() {
       uint64_t p = m->passed.load(std::memory_order_acquire);
       if (p <= m->reported) continue;
       m->reported = p;
-      int64_t at = m->passedAtUs.load(std::memory_order_relaxed),
-              prev = m->prevPassedAtUs.load(std::memory_order_relaxed);
       Report r{m->commId(), m->memberId(), p - 1, m->passedSeq.load(std::memory_order_relaxed),
-               static_cast<uint64_t>(std::max<int64_t>(0, at - prev)),
+               m->lastIntervalUs(),
                {},
                {},
                {}};

@@ -3,6 +3,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "common/units.h"
+
 namespace wirewise::control {
 
 namespace asio = boost::asio;
@@ -13,11 +15,6 @@ constexpr size_t kMaxSessions = 16384;
 constexpr size_t kMaxQueuedBytes = size_t{64} << 20;  // a member that stops reading is dropped
 constexpr auto kTick = std::chrono::milliseconds(2);
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%016" PRIx64, v);
-  return b;
-}
 }  // namespace
 
 Coordinator::Coordinator(asio::io_context& io, tcp::acceptor acceptor, std::vector<uint8_t> jobKey,
@@ -99,15 +96,15 @@ void Coordinator::onFrame(const std::shared_ptr<Session>& s, const Frame& f) {
     }
     Comm& c = it->second;
     if (j.nRanks != c.agreement->nRanks()) {
-      log_(true, "coordinator: member " + hex(j.memberId) + " of comm " + hex(j.commId) + " says " +
+      log_(true, "coordinator: member " + hexId(j.memberId) + " of comm " + hexId(j.commId) + " says " +
                      std::to_string(j.nRanks) + " ranks, others " + std::to_string(c.agreement->nRanks()) +
                      "; ignored (it stays at its own table until B0, then waits)");
       return;
     }
     if (staticRules_ && j.configDigest != c.staticDigest)
-      log_(true, "coordinator: member " + hex(j.memberId) + " (" + s->peer() + ") of comm " + hex(j.commId) +
-                     " has a different static table (digest " + hex(j.configDigest) + ", coordinator's " +
-                     hex(c.staticDigest) + "); the coordinator's is distributed");
+      log_(true, "coordinator: member " + hexId(j.memberId) + " (" + s->peer() + ") of comm " + hexId(j.commId) +
+                     " has a different static table (digest " + hexId(j.configDigest) + ", coordinator's " +
+                     hexId(c.staticDigest) + "); the coordinator's is distributed");
     // Every verdict issued so far has been broadcast (flush follows every change): re-send the ones this
     // member lacks (a reconnect, or a second member of the comm on the same connection), then subscribe.
     const size_t before = c.agreement->verdicts().size();
@@ -148,7 +145,7 @@ void Coordinator::flush(uint64_t commId, Comm& c) {
   // The guard's findings are made with the newest verdict: a WARN, since a rank-dependent default is the
   // NVIDIA/nccl #1136 hang that the pin prevents.
   for (const std::string& note : c.agreement->takeNotes())
-    log_(true, "coordinator: comm " + hex(commId) + ": " + note + "; from verdict " +
+    log_(true, "coordinator: comm " + hexId(commId) + ": " + note + "; from verdict " +
                    std::to_string(fresh.back().index) + " at collective " + std::to_string(fresh.back().boundary));
   stats_.verdicts += fresh.size();
   for (const auto& v : fresh) {
@@ -178,7 +175,7 @@ void Coordinator::tick() {
     const bool hadVerdict = !c.agreement->verdicts().empty();
     c.agreement->tick(now);
     if (!hadVerdict && c.agreement->observeOnly())
-      log_(true, "coordinator: comm " + hex(id) + ": " + std::to_string(c.agreement->joined()) + " of " +
+      log_(true, "coordinator: comm " + hexId(id) + ": " + std::to_string(c.agreement->joined()) + " of " +
                      std::to_string(c.agreement->nRanks()) + " members joined in time; observe-only");
     flush(id, c);
   }

@@ -56,11 +56,20 @@ class Member {
   // ~2.5 to ~1.7 ms (p50, loaded machine).
   //
   // The consumer's progress, published for the I/O thread's reports: boundaries passed (B_0..B_passed-1)
-  // and when it passed the last one (steady clock, µs).
+  // and when it passed the last one and the one before (steady clock, µs; kNeverUs until it has). Not 0:
+  // the steady clock counts from boot, so "since 0" would be the machine's uptime, not an interval.
+  static constexpr int64_t kNeverUs = -1;
   alignas(64) std::atomic<uint64_t> passed{0};
-  std::atomic<int64_t> passedAtUs{0};
-  std::atomic<int64_t> prevPassedAtUs{0};
+  std::atomic<int64_t> passedAtUs{kNeverUs};
+  std::atomic<int64_t> prevPassedAtUs{kNeverUs};
   std::atomic<uint64_t> passedSeq{0};
+  // The report's elapsedUs for the latest boundary passed: the time since the one before, or 0 ("no rate
+  // known", as the coordinator reads it) for the first.
+  uint64_t lastIntervalUs() const {
+    const int64_t at = passedAtUs.load(std::memory_order_relaxed);
+    const int64_t prev = prevPassedAtUs.load(std::memory_order_relaxed);
+    return at < 0 || prev < 0 || at < prev ? 0 : static_cast<uint64_t>(at - prev);
+  }
   // Set by the I/O thread once a Join for this member has been handed to an authenticated connection.
   // A member whose join never left the process may give up on its own (the coordinator cannot have
   // counted it, so nobody else can change either); once sent, only a verdict decides.

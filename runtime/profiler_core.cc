@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 
+#include "common/units.h"
 #include "runtime/log.h"
 #include "runtime/runtime.h"
 #include "telemetry/event_sink.h"
@@ -75,7 +76,7 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
     if (args.activationMask != nullptr && __atomic_load_n(args.activationMask, __ATOMIC_RELAXED) != want)
       __atomic_store_n(args.activationMask, want, __ATOMIC_RELAXED);
     rt->event({{"event", "comm_init"},
-               {"comm", Runtime::hexId(args.commId)},
+               {"comm", hexId(args.commId)},
                {"face", "profiler"},
                {"abi", "profiler_v" + std::to_string(args.abiVersion)},
                {"nranks", args.nRanks},
@@ -144,7 +145,7 @@ ncclResult_t profilerFinalize(void* context) noexcept {
     rt->removeSink(&comm->events);
     SinkCounters c = comm->events.counters();
     rt->event({{"event", "comm_finalize"},
-               {"comm", Runtime::hexId(comm->events.commId())},
+               {"comm", hexId(comm->events.commId())},
                {"face", "profiler"},
                {"rank", comm->events.rank()},
                {"collectives", c.collsStarted},

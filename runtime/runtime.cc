@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "common/units.h"
 #include "control/control_plane.h"
 #include "control/member.h"
 #include "telemetry/collectors/collector_set.h"
@@ -50,8 +51,6 @@ __attribute__((destructor)) void stopAtUnload() {
 }
 
 }  // namespace
-
-std::string Runtime::hexId(uint64_t id) { return commIdHex(id); }
 
 void Runtime::setRailSource(RailSource source) { gRailSource.store(source, std::memory_order_release); }
 
@@ -114,7 +113,7 @@ Runtime::Runtime(const EnvSource& env)
           settings_.logPath.empty() ? "disabled" : settings_.logPath.c_str());
 
   if (!settings_.config.empty()) {
-    config_ = parseConfigFile(settings_.config);
+    config_ = parseConfigFile(settings_.config, readFileText(settings_.config, kMaxConfigBytes));
     for (const auto& p : config_.problems) {
       if (p.warningOnly)
         WW_INFO(NCCL_INIT | NCCL_TUNING, "%s:%d: %s", p.file.c_str(), p.line, p.reason.c_str());

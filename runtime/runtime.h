@@ -61,8 +61,6 @@ class Runtime {
   // Final drain and summary for this sink, then forgets it; the caller may delete it afterwards.
   void removeSink(EventSink* sink);
 
-  static std::string hexId(uint64_t id);
-
   // NCCL's kernel launches for the CUPTI collector's matching (telemetry/launch_ring.h); null unless
   // WIREWISE_CUPTI is on and the collector runs and can match. Fixed after construction.
   LaunchRing* launchRing() const { return launches_.get(); }

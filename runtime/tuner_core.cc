@@ -11,6 +11,7 @@
 
 #include "adaptive/decision_table.h"
 #include "adaptive/table_json.h"
+#include "common/units.h"
 #include "control/boundary.h"
 #include "control/control_plane.h"
 #include "control/member.h"
@@ -67,7 +68,7 @@ const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
     if (const control::VerdictNode* n = c.member->tryTake(c.nextIndex)) {
       if (warned > 0)
         WW_WARN(NCCL_TUNING, "comm %s: verdict for boundary %" PRIu64 " arrived after %lld ms",
-                Runtime::hexId(c.commId).c_str(), seq,
+                hexId(c.commId).c_str(), seq,
                 static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                            std::chrono::steady_clock::now() - start)
                                            .count()));
@@ -77,7 +78,7 @@ const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
     if (!c.member->joinSent.load(std::memory_order_acquire) && waitedMs >= c.joinTimeoutMs) {
       WW_WARN(NCCL_TUNING, "comm %s: could not reach the coordinator at %s within %lld ms; observe-only",
-              Runtime::hexId(c.commId).c_str(), c.coordinator.c_str(), static_cast<long long>(waitedMs));
+              hexId(c.commId).c_str(), c.coordinator.c_str(), static_cast<long long>(waitedMs));
       return nullptr;
     }
     if (c.giveUpMs > 0 && waitedMs >= c.giveUpMs) {
@@ -86,7 +87,7 @@ const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
               ") waiting for the verdict of coordinator %s (WIREWISE_SYNC_GIVE_UP_MS=%lld); this and every later "
               "collective of the communicator fails with ncclInternalError instead of risking ranks that choose "
               "differently; restart the job (or unset WIREWISE_SYNC_GIVE_UP_MS to wait)",
-              Runtime::hexId(c.commId).c_str(), static_cast<long long>(waitedMs), c.nextIndex, seq,
+              hexId(c.commId).c_str(), static_cast<long long>(waitedMs), c.nextIndex, seq,
               c.coordinator.c_str(), static_cast<long long>(c.giveUpMs));
       c.gaveUp = true;
       return nullptr;
@@ -97,7 +98,7 @@ const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
               "comm %s: waiting %lld ms at boundary %" PRIu64 " (collective %" PRIu64
               ") for the verdict of coordinator %s; every rank must switch tables at the same collective, so "
               "this rank waits",
-              Runtime::hexId(c.commId).c_str(), static_cast<long long>(waitedMs), c.nextIndex, seq,
+              hexId(c.commId).c_str(), static_cast<long long>(waitedMs), c.nextIndex, seq,
               c.coordinator.c_str());
     }
     std::this_thread::sleep_for(pause);
@@ -167,7 +168,7 @@ void publish(Runtime& rt, TunerComm& c, std::shared_ptr<const DecisionTable> t, 
   char digest[24];
   std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(t->digest()));
   rt.event({{"event", "table"},
-            {"comm", Runtime::hexId(c.commId)},
+            {"comm", hexId(c.commId)},
             {"seq", c.calls.load(std::memory_order_relaxed)},
             {"reason", t->reason()},
             {"source", source},
@@ -191,7 +192,7 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
     c->abi = args.abiVersion;
     c->mode = rt->settings().mode;
     rt->event({{"event", "comm_init"},
-               {"comm", Runtime::hexId(c->commId)},
+               {"comm", hexId(c->commId)},
                {"face", "tuner"},
                {"abi", "tuner_v" + std::to_string(args.abiVersion)},
                {"nranks", args.nRanks},
@@ -226,7 +227,7 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
       }
     }
     WW_INFO(NCCL_INIT | NCCL_TUNING, "tuner_v%d comm %s: %zu ranks, %zu nodes, table from %s (%zu ranges)",
-            args.abiVersion, Runtime::hexId(c->commId).c_str(), args.nRanks, args.nNodes, source.c_str(),
+            args.abiVersion, hexId(c->commId).c_str(), args.nRanks, args.nNodes, source.c_str(),
             table->ranges().size());
     *context = c.release();
   } catch (const std::exception& e) {
@@ -271,7 +272,7 @@ ncclResult_t tunerFinalize(void* context) noexcept {
     if (c->member)
       if (control::ControlPlane* cp = rt->controlPlane()) cp->removeMember(c->member);
     rt->event({{"event", "comm_finalize"},
-               {"comm", Runtime::hexId(c->commId)},
+               {"comm", hexId(c->commId)},
                {"face", "tuner"},
                {"collectives", c->calls.load()},
                {"applied", c->applied.load()},

@@ -1,4 +1,4 @@
-// Small pieces the subcommands share: locating the plugin library, and printing sizes and decisions.
+// Small pieces the subcommands share: locating the plugin library, and printing decisions.
 #pragma once
 
 #include <cstdint>
@@ -18,10 +18,6 @@ std::vector<std::string> defaultPluginPaths();
 // result has handle == nullptr and error says what was tried.
 loader::OpenResult findPluginLibrary(const std::string& pluginValue);
 
-// 0 B, 512 B, 64 KiB, 1.50 MiB, 1 GiB; UINT64_MAX prints as "max" (an open-ended range).
-std::string humanBytes(uint64_t bytes);
-// "0 B-64 KiB": both ends inclusive, as rules and ranges are.
-std::string humanRange(uint64_t lo, uint64_t hi);
 // "tree/ll ch=keep", "any/simple ch=8".
 std::string decisionText(const std::string& algo, const std::string& proto, int64_t channels);
 

@@ -13,6 +13,7 @@
 #include "adaptive/config.h"
 #include "common/settings.h"
 #include "adaptive/decision_table.h"
+#include "common/units.h"
 #include "tools/cli_util.h"
 #include "tools/commands.h"
 #include "tools/demo_costs.h"
@@ -94,7 +95,7 @@ int runDemo(const DemoOptions& o) {
   // The demo's own reading of the same file, only to show which rule covers each size.
   std::shared_ptr<const DecisionTable> rules = DecisionTable::neutral();
   if (!config.empty()) {
-    ParsedConfig parsed = parseConfigFile(config);
+    ParsedConfig parsed = parseConfigFile(config, readFileText(config, kMaxConfigBytes));
     auto forComm = rulesForComm(parsed, static_cast<uint64_t>(o.ranks), static_cast<uint64_t>(o.nodes));
     if (!forComm.empty()) rules = DecisionTable::build(forComm, "demo");
   }
@@ -141,7 +142,7 @@ int runDemo(const DemoOptions& o) {
       std::string ruleText = asked.keepsNccl() ? "-"
                                                : decisionText(std::string(algoName(asked.algo)),
                                                               std::string(protoName(asked.proto)), asked.nChannels);
-      fmt::print("  {:<10} {:<20} {:<20} {:<20} {}\n", humanBytes(bytes), choiceText(before), ruleText,
+      fmt::print("  {:<10} {:<20} {:<20} {:<20} {}\n", bytesText(bytes), choiceText(before), ruleText,
                  choiceText(after), result);
     }
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "adaptive/types.h"
+#include "common/units.h"
 #include "tools/commands.h"
 #include "tools/log_explain.h"
 #include "tools/log_summary.h"
@@ -98,7 +99,7 @@ int runExplain(const ExplainOptions& o) {
   }
   if (!o.bytes.empty()) {
     uint64_t n = 0;
-    if (!parseSize(o.bytes, &n)) {
+    if (!parseBytes(o.bytes, &n)) {
       fmt::print(stderr, "wirewise log explain: --bytes {}: expected a size in bytes (25165824, 24MiB, 64K)\n",
                  o.bytes);
       return 1;

@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/units.h"
 #include "tools/cli_util.h"
 #include "tools/log_history.h"
 
@@ -84,16 +85,16 @@ std::string num3(double v) {
 
 std::string statText(double v) { return fmt::format("{:g}", std::round(v * 1000) / 1000); }
 
-// "345 us (141 GB/s bus bandwidth)"; `brief` leaves out the words "bus bandwidth" said once already.
+// "345 µs (141 GB/s bus bandwidth)"; `brief` leaves out the words "bus bandwidth" said once already.
 std::string measured(double us, const std::optional<double>& busBw, bool brief) {
-  std::string t = num3(us) + " us";
+  std::string t = num3(us) + " µs";
   if (busBw && *busBw > 0) t += fmt::format(" ({} GB/s{})", num3(*busBw), brief ? "" : " bus bandwidth");
   return t;
 }
 
 std::string fromTo(uint64_t lo, uint64_t hi) {
-  if (hi == UINT64_MAX) return fmt::format("from {} up", humanBytes(lo));
-  return fmt::format("from {} to {}", humanBytes(lo), humanBytes(hi + 1));
+  if (hi == UINT64_MAX) return fmt::format("from {} up", bytesText(lo));
+  return fmt::format("from {} to {}", bytesText(lo), bytesText(hi + 1));
 }
 
 std::string collWords(const std::string& coll) { return coll == "any" ? "every collective" : coll; }
@@ -151,7 +152,7 @@ std::string setClause(const Story& s) {
   const std::string after = e.afterUs ? measured(*e.afterUs, e.afterBusBw, false) : "an unrecorded time";
   std::string runnerUp;
   if (e.candidates.size() >= 2 && e.candidates[0].first == e.to)
-    runnerUp = fmt::format("; the runner-up was {} at {} us", e.candidates[1].first, num3(e.candidates[1].second));
+    runnerUp = fmt::format("; the runner-up was {} at {} µs", e.candidates[1].first, num3(e.candidates[1].second));
   const std::string cands = e.candidates.empty() ? "calibration measured"
                             : e.candidates.size() == 1
                                 ? "calibration measured 1 candidate:"
@@ -410,38 +411,6 @@ bool parseCommId(const std::string& text, uint64_t* id) {
   for (char ch : t)
     if (!std::isxdigit(static_cast<unsigned char>(ch))) return false;
   *id = std::strtoull(t.c_str(), nullptr, 16);
-  return true;
-}
-
-bool parseSize(const std::string& text, uint64_t* bytes) {
-  size_t i = 0, n = text.size();
-  while (i < n && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  const size_t numStart = i;
-  while (i < n && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  const std::string number = text.substr(numStart, i - numStart);
-  if (number.empty() || std::count(number.begin(), number.end(), '.') > 1 || number == ".") return false;
-  while (i < n && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  std::string unit;
-  for (; i < n && !std::isspace(static_cast<unsigned char>(text[i])); ++i)
-    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
-  while (i < n && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  if (i != n) return false;
-  static const std::map<std::string, int> kShift = {{"", 0},     {"b", 0},   {"k", 10},   {"kb", 10}, {"kib", 10},
-                                                    {"m", 20},   {"mb", 20}, {"mib", 20}, {"g", 30},  {"gb", 30},
-                                                    {"gib", 30}, {"t", 40},  {"tb", 40},  {"tib", 40}};
-  auto it = kShift.find(unit);
-  if (it == kShift.end()) return false;
-  if (number.find('.') == std::string::npos) {
-    // Whole numbers exactly, beyond what a double holds.
-    errno = 0;
-    const unsigned long long v = std::strtoull(number.c_str(), nullptr, 10);
-    if (errno != 0 || (it->second > 0 && v > (UINT64_MAX >> it->second))) return false;
-    *bytes = static_cast<uint64_t>(v) << it->second;
-    return true;
-  }
-  const double v = std::strtod(number.c_str(), nullptr) * std::ldexp(1.0, it->second);
-  if (!(v >= 0) || v >= 18446744073709551615.0) return false;
-  *bytes = static_cast<uint64_t>(v);
   return true;
 }
 

@@ -35,8 +35,6 @@ struct Explanation {
 
 // "0x00000000000000aa", "00aa", "aa": hexadecimal, at most 16 digits.
 bool parseCommId(const std::string& text, uint64_t* id);
-// "25165824", "24MiB", "24 MiB", "24M", "1.5 KiB": bytes, KiB/MiB/GiB/TiB (K/M/G/T are binary too).
-bool parseSize(const std::string& text, uint64_t* bytes);
 
 std::vector<Explanation> explainLog(const LogSummary& s, const ExplainFilter& f);
 std::string explainText(const std::vector<Explanation>& e);  // paragraphs separated by blank lines

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/units.h"
 #include "tools/cli_util.h"
 
 namespace wirewise::tools {
@@ -72,8 +73,8 @@ std::string channelsText(int64_t n) { return n == 0 ? "NCCL's" : std::to_string(
 }  // namespace
 
 std::string sizeSpan(uint64_t lo, uint64_t hi) {
-  if (hi == UINT64_MAX) return humanBytes(lo) + " and up";
-  const std::string a = humanBytes(lo), b = humanBytes(hi + 1);
+  if (hi == UINT64_MAX) return bytesText(lo) + " and up";
+  const std::string a = bytesText(lo), b = bytesText(hi + 1);
   const size_t sa = a.rfind(' '), sb = b.rfind(' ');
   if (sa != std::string::npos && sb != std::string::npos && a.substr(sa) == b.substr(sb))
     return a.substr(0, sa) + "-" + b;
@@ -290,13 +291,13 @@ std::string crossoverText(const Crossover& x, const CommittedTable& when) {
   std::string what;
   switch (x.change) {
     case Crossover::Change::Moved:
-      what = fmt::format("moved from {} to {}", humanBytes(x.oldAt), humanBytes(x.newAt));
+      what = fmt::format("moved from {} to {}", bytesText(x.oldAt), bytesText(x.newAt));
       break;
     case Crossover::Change::Appeared:
-      what = fmt::format("appeared at {}", humanBytes(x.newAt));
+      what = fmt::format("appeared at {}", bytesText(x.newAt));
       break;
     case Crossover::Change::Gone:
-      what = fmt::format("at {} went away", humanBytes(x.oldAt));
+      what = fmt::format("at {} went away", bytesText(x.oldAt));
       break;
   }
   std::string at = when.coordinator ? fmt::format("index {}, collective {}", when.index, when.boundary)

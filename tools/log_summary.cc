@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "adaptive/types.h"
+#include "common/units.h"
 #include "tools/cli_util.h"
 #include "tools/log_history.h"
 
@@ -286,8 +287,6 @@ std::string coordinatorText(const CommSummary& c) {
   return out;
 }
 
-std::string usText(double us) { return us >= 1000 ? fmt::format("{:.1f} ms", us / 1000) : fmt::format("{:.0f} µs", us); }
-
 }  // namespace
 
 std::string railShiftText(const LogRailShift& r) {
@@ -296,8 +295,9 @@ std::string railShiftText(const LogRailShift& r) {
     std::string one = fmt::format("{} {:.0f}%", x.label, x.after * 100);
     if (!x.up) one += " down";
     if (x.up) one += fmt::format(" {:.2f} GB/s", x.rateGbps);
-    if (x.rttUs > 0) one += " rtt " + usText(x.rttUs);
-    if (x.baselineRttUs > 0 && x.rttUs >= 2 * x.baselineRttUs) one += " (baseline " + usText(x.baselineRttUs) + ")";
+    if (x.rttUs > 0) one += " rtt " + durationText(x.rttUs);
+    if (x.baselineRttUs > 0 && x.rttUs >= 2 * x.baselineRttUs)
+      one += " (baseline " + durationText(x.baselineRttUs) + ")";
     if (x.retransmits > 0) one += fmt::format(" {} retrans", x.retransmits);
     rails += (rails.empty() ? "" : ", ") + one;
   }
@@ -420,7 +420,7 @@ std::string summaryText(const LogSummary& s) {
       out += fmt::format("  table   seq {}: {} ({}), digest {}, {} ranges\n", t.seq, t.reason, t.source, t.digest,
                          t.ranges.size());
       for (const auto& r : t.ranges)
-        out += fmt::format("            {} {} {}\n", r.coll, humanRange(r.minBytes, r.maxBytes),
+        out += fmt::format("            {} {} {}\n", r.coll, bytesRangeText(r.minBytes, r.maxBytes),
                            decisionText(r.algo, r.proto, r.channels));
     }
     out += coordinatorText(c);
@@ -432,7 +432,8 @@ std::string summaryText(const LogSummary& s) {
                          "algo/proto ch", "count", "p50 us", "p99 us", "busbw GB/s");
       for (const auto& o : rows)
         out += fmt::format("            {:<14} {:<24} {:<18} {:>10} {:>10.1f} {:>10.1f} {:>11.2f}\n", o.coll,
-                           humanRange(o.minBytes, o.maxBytes), fmt::format("{}/{} ch={}", o.algo, o.proto, o.channels),
+                           bytesRangeText(o.minBytes, o.maxBytes),
+                           fmt::format("{}/{} ch={}", o.algo, o.proto, o.channels),
                            o.count, o.p50Us(), o.p99Max, o.busBwGBs());
     }
     out += fmt::format("  drops   {} (pool {}, ring {}, incomplete {}, orphan {})\n", c.drops.total(), c.drops.pool,

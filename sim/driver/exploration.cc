@@ -20,7 +20,7 @@ bool readU64(const json& j, const char* key, uint64_t* out) {
   return true;
 }
 
-// "0x00ab..." (Runtime::hexId), any case.
+// "0x00ab..." (common/units.h hexId), any case.
 bool readComm(const json& j, uint64_t* out) {
   auto it = j.find("comm");
   if (it == j.end() || !it->is_string()) return false;

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/units.h"
 #include "telemetry/launch_ring.h"
 
 namespace wirewise::collectors {
@@ -75,12 +76,6 @@ bool timed(const CuptiKernel& k) { return k.startNs != 0 || k.endNs != 0; }
 
 bool agrees(NcclKernelColl launch, NcclKernelColl kernel) {
   return launch != NcclKernelColl::kOther && (launch == kernel || kernel == NcclKernelColl::kGeneric);
-}
-
-std::string hex(uint64_t id) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, id);
-  return buf;
 }
 
 nlohmann::json collRows(const uint64_t* count, const uint64_t* deviceNs) {
@@ -468,7 +463,7 @@ nlohmann::json CuptiCollector::report() const {
   if (s.records == 0 && s.launches == 0) return nullptr;
   nlohmann::json comms = nlohmann::json::array();
   for (const auto& [key, c] : comms_)
-    comms.push_back({{"comm", hex(c.commId)},
+    comms.push_back({{"comm", hexId(c.commId)},
                      {"rank", c.rank},
                      {"verified", c.verified},
                      {"unverified", c.unverified},

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <iterator>
 
+#include "common/units.h"
+
 namespace wirewise::collectors {
 
 const char* linkKindName(LinkKind k) {
@@ -135,21 +137,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-std::string fmtUs(double us) {
-  char buf[32];
-  if (us >= 1000)
-    std::snprintf(buf, sizeof buf, "%.1f ms", us / 1000);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f µs", us);
-  return buf;
-}
-
-std::string fmtPct(double f) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.0f%%", f * 100);
-  return buf;
-}
-
 void append(std::string* s, const std::string& part) { *s += (s->empty() ? "" : "; ") + part; }
 
 }  // namespace
@@ -250,17 +237,17 @@ std::vector<LinkHealth> RailTracker::update(const std::vector<RailReading>& in, 
         append(&l.reason, "down in " + std::to_string(a.conns - a.upConns) + " of " + std::to_string(a.conns) +
                               " connections");
       if (a.minRatio < rules_.slowRatio)
-        append(&l.reason, "measured rate " + fmtPct(a.minRatio) + " of its peer rails' median");
+        append(&l.reason, "measured rate " + percentText(100 * a.minRatio) + " of its peer rails' median");
       if (l.baselineRttUs > 0 && l.rttUs >= rules_.rttFactor * l.baselineRttUs &&
           l.rttUs - l.baselineRttUs >= rules_.rttMinRiseUs) {
         char buf[96];
-        std::snprintf(buf, sizeof buf, "network latency rose from %s to %s (%.0fx)", fmtUs(l.baselineRttUs).c_str(),
-                      fmtUs(l.rttUs).c_str(), l.rttUs / l.baselineRttUs);
+        std::snprintf(buf, sizeof buf, "network latency rose from %s to %s (%.0fx)",
+                      durationText(l.baselineRttUs).c_str(), durationText(l.rttUs).c_str(), l.rttUs / l.baselineRttUs);
         append(&l.reason, buf);
       }
       if (l.congested)
-        append(&l.reason, std::to_string(a.retransDelta) + " segments retransmitted (" + fmtPct(retransShare) +
-                              " of those delivered)");
+        append(&l.reason, std::to_string(a.retransDelta) + " segments retransmitted (" +
+                              percentText(100 * retransShare) + " of those delivered)");
     }
     refreshState(l, nowNs);
     out.push_back(l);
@@ -290,7 +277,7 @@ std::vector<LinkHealth> RailTracker::update(const std::vector<RailReading>& in, 
       if (m.loggedUp != r->up) {
         append(&reason, r->label + (r->up ? " came back" : " died"));
       } else if (std::fabs(r->share - m.loggedShare) >= rules_.shiftPoints - 1e-9) {
-        append(&reason, r->label + " " + fmtPct(m.loggedShare) + " -> " + fmtPct(r->share));
+        append(&reason, r->label + " " + percentText(100 * m.loggedShare) + " -> " + percentText(100 * r->share));
       }
       if (!L.link.reason.empty() && L.link.state == LinkState::kDegraded) reason += " (" + L.link.reason + ")";
       m.loggedShare = r->share;

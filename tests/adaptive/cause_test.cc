@@ -32,7 +32,7 @@ TEST(Cause, ConstantDeltaIsALatencyRise) {
   EXPECT_EQ(c.kind, CauseKind::Latency) << c.why;
   EXPECT_NEAR(c.latencyUs, 19, 0.5);
   const std::string t = explainCause(c, "allreduce");
-  EXPECT_NE(t.find("allreduce slowed by +19 us at every size from 4 KiB to 64 MiB"), std::string::npos) << t;
+  EXPECT_NE(t.find("allreduce slowed by +19 µs at every size from 4 KiB to 64 MiB"), std::string::npos) << t;
   EXPECT_NE(t.find("a latency rise, not bandwidth"), std::string::npos) << t;
 }
 
@@ -40,7 +40,7 @@ TEST(Cause, LatencyDropIsNamedToo) {
   const Cause c = inferCause(synth(kSizes, -10, 1.0));
   EXPECT_EQ(c.kind, CauseKind::Latency) << c.why;
   const std::string t = explainCause(c, "allgather");
-  EXPECT_NE(t.find("allgather sped up by 10 us at every size"), std::string::npos) << t;
+  EXPECT_NE(t.find("allgather sped up by 10 µs at every size"), std::string::npos) << t;
   EXPECT_NE(t.find("a latency drop"), std::string::npos) << t;
 }
 

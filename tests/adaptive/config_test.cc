@@ -14,6 +14,9 @@ Decision dec(int a, int p, int ch = 0) { return Decision{int8_t(a), int8_t(p), i
 
 ParsedConfig csv(std::string_view text) { return parseConfigText(text, "t.conf"); }
 
+// As the runtime and the tools do: read (bounded), then parse.
+ParsedConfig fromDisk(const std::string& path) { return parseConfigFile(path, readFileText(path, kMaxConfigBytes)); }
+
 // One bad line between two good ones: the bad line is reported on its own line and skipped.
 ConfigProblem badLine(const std::string& line) {
   auto cfg = csv("allreduce,0,10,ring,ll,-1,-1,-1\n" + line + "\nreduce,0,10,tree,simple,-1,-1,-1\n");
@@ -46,7 +49,7 @@ void expectSane(const ParsedConfig& cfg) {
 }
 
 TEST(ConfigCsv, GoodFileFromDisk) {
-  auto cfg = parseConfigFile(WW_ADAPTIVE_TESTDATA "/tuner.conf");
+  auto cfg = fromDisk(WW_ADAPTIVE_TESTDATA "/tuner.conf");
   EXPECT_EQ(cfg.format, "csv");
   EXPECT_EQ(cfg.source, WW_ADAPTIVE_TESTDATA "/tuner.conf");
   EXPECT_TRUE(cfg.problems.empty()) << cfg.problems[0].reason;
@@ -144,7 +147,7 @@ TEST(ConfigCsv, EachKindOfBadLine) {
 }
 
 TEST(ConfigJson, GoodFileFromDisk) {
-  auto cfg = parseConfigFile(WW_ADAPTIVE_TESTDATA "/example.json");
+  auto cfg = fromDisk(WW_ADAPTIVE_TESTDATA "/example.json");
   EXPECT_EQ(cfg.format, "json");
   EXPECT_TRUE(cfg.problems.empty()) << cfg.problems[0].reason;
   ASSERT_EQ(cfg.rules.size(), 4u);
@@ -214,15 +217,47 @@ TEST(ConfigJson, SyntaxErrorGivesItsLine) {
 }
 
 TEST(ConfigFile, UnreadableGivesOneProblemAtLineZero) {
-  for (std::string path : {std::string("/nonexistent/wirewise.conf"), std::string(WW_ADAPTIVE_TESTDATA)}) {
-    auto cfg = parseConfigFile(path);
+  const std::string missing = "/nonexistent/wirewise.conf", directory = WW_ADAPTIVE_TESTDATA;
+  for (const std::string& path : {missing, directory}) {
+    auto cfg = fromDisk(path);
     EXPECT_EQ(cfg.format, "") << path;
+    EXPECT_EQ(cfg.source, path);
     EXPECT_TRUE(cfg.rules.empty());
     ASSERT_EQ(cfg.problems.size(), 1u) << path;
     EXPECT_EQ(cfg.problems[0].line, 0);
     EXPECT_EQ(cfg.problems[0].file, path);
     EXPECT_FALSE(cfg.problems[0].warningOnly);
   }
+  EXPECT_EQ(fromDisk(missing).problems[0].reason, "cannot open: No such file or directory");
+  EXPECT_EQ(fromDisk(directory).problems[0].reason, "cannot read: Is a directory");
+}
+
+// The parser itself never touches the disk: what the caller read is all it sees.
+TEST(ConfigFile, ParsesWhatTheCallerRead) {
+  FileText good;
+  good.text = "allreduce,0,10,ring,ll,-1,-1,-1\n";
+  auto cfg = parseConfigFile("/nonexistent/read-elsewhere.conf", good);
+  EXPECT_EQ(cfg.format, "csv");
+  EXPECT_EQ(cfg.source, "/nonexistent/read-elsewhere.conf");
+  EXPECT_EQ(cfg.rules.size(), 1u);
+  EXPECT_TRUE(cfg.problems.empty());
+
+  FileText big;
+  big.status = FileText::Status::kTooLarge;
+  big.error = "larger than 16 MiB";
+  auto tooLarge = parseConfigFile("big.conf", big);
+  EXPECT_TRUE(tooLarge.rules.empty());
+  ASSERT_EQ(tooLarge.problems.size(), 1u);
+  EXPECT_EQ(tooLarge.problems[0].reason, "larger than 16 MiB; not a configuration file");
+  EXPECT_EQ(tooLarge.problems[0].line, 0);
+}
+
+// /dev/zero named by mistake: the bound stops the read, with the WARN text users have always seen.
+TEST(ConfigFile, AnEndlessFileIsRefusedNotRead) {
+  auto cfg = fromDisk("/dev/zero");
+  ASSERT_EQ(cfg.problems.size(), 1u);
+  EXPECT_EQ(cfg.problems[0].reason, "larger than 16 MiB; not a configuration file");
+  EXPECT_TRUE(cfg.rules.empty());
 }
 
 TEST(ConfigFile, RulesForCommFiltersByShapeInFileOrder) {

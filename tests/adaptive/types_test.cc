@@ -45,11 +45,5 @@ TEST(Types, WildcardsAndRejects) {
   EXPECT_EQ(parseAlgo(std::string_view("ring\0", 5)), -2);
 }
 
-TEST(Types, CommIdHexIsZeroPaddedSixteenDigits) {
-  EXPECT_EQ(commIdHex(0), "0x0000000000000000");
-  EXPECT_EQ(commIdHex(0xBE7C4), "0x00000000000be7c4");
-  EXPECT_EQ(commIdHex(UINT64_MAX), "0xffffffffffffffff");
-}
-
 }  // namespace
 }  // namespace wirewise

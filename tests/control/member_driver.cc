@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "sim/loader/nccl_loader.h"
+#include "tests/wait_until.h"
 
 using namespace wirewise;
 
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   const int nComms = std::atoi(argv[3]);
   const size_t nRanks = static_cast<size_t>(std::atol(argv[4]));
   const long nColl = std::atol(argv[5]);
+  // The scenario's late starter: this member begins delayMs after the others.
   if (argc > 6) std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(argv[6])));
 
   loader::OpenResult open = loader::openPlugin(loader::PluginKind::Tuner, argv[1], nullptr);
@@ -100,8 +102,8 @@ int main(int argc, char** argv) {
     if (std::rename(tmp.c_str(), argv[2]) != 0) return 7;
   }
   std::string go = std::string(argv[2]) + ".go";
-  for (int i = 0; i < 6000 && access(go.c_str(), F_OK) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  wirewise::waitUntil([&] { return access(go.c_str(), F_OK) == 0; }, std::chrono::seconds(60),
+                      std::chrono::milliseconds(10));
   for (void* c : ctx) tuner->finalize(c);
   return 0;
 }

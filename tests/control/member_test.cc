@@ -17,6 +17,29 @@ Verdict verdictAt(uint64_t k) {
   return v;
 }
 
+// What the tuner does as it passes a boundary (runtime/tuner_core.cc), at steady-clock time nowUs.
+void pass(Member& m, int64_t nowUs) {
+  m.prevPassedAtUs.store(m.passedAtUs.load());
+  m.passedAtUs.store(nowUs);
+  m.passed.fetch_add(1);
+}
+
+// The steady clock counts from boot: the first boundary's report must not carry the machine's uptime as
+// the interval's length (a minute after boot or ten days, the coordinator would size the next interval by
+// it), but 0, which the coordinator reads as "no rate known yet".
+TEST(Member, TheFirstBoundaryHasNoIntervalWhateverTheUptime) {
+  for (int64_t bootUs : {int64_t{0}, int64_t{60} * 1000 * 1000, int64_t{864000} * 1000 * 1000}) {
+    Member m(7, 1, 2, 1, 0);
+    EXPECT_EQ(m.lastIntervalUs(), 0u);
+    pass(m, bootUs);
+    EXPECT_EQ(m.lastIntervalUs(), 0u) << "uptime " << bootUs << " us leaked into the first interval";
+    pass(m, bootUs + 2500);
+    EXPECT_EQ(m.lastIntervalUs(), 2500u);
+    pass(m, bootUs + 2600);
+    EXPECT_EQ(m.lastIntervalUs(), 100u);
+  }
+}
+
 TEST(Member, DeliversInOrderAndDropsDuplicates) {
   Member m(7, 1, 2, 1, 0);
   EXPECT_EQ(m.deliver(verdictAt(1)), nullptr);  // not the next index

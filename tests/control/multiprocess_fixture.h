@@ -33,6 +33,7 @@
 
 #include "control/control_plane.h"
 #include "control/wire.h"
+#include "tests/wait_until.h"
 
 namespace wirewise::control {
 
@@ -125,8 +126,8 @@ class MultiProcess : public ::testing::Test {
     const char* limit = std::getenv("WW_MP_DEADLINE_S");
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit ? std::atoi(limit) : 150);
     for (int p = 0; p < job.procs; ++p)
-      while (!std::filesystem::exists(out(p)) && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      waitUntil([&] { return std::filesystem::exists(out(p)); }, deadline - std::chrono::steady_clock::now(),
+                std::chrono::milliseconds(5));
     for (int p = 0; p < job.procs; ++p) std::ofstream(out(p) + ".go") << "go";
     std::vector<std::vector<uint8_t>> rec;
     for (int p = 0; p < job.procs; ++p) {
@@ -189,9 +190,7 @@ class MultiProcess : public ::testing::Test {
         std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
         return cmd.find("control_member_driver") != std::string::npos;
       };
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (!running() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      waitUntil(running, std::chrono::seconds(10));
       for (const auto& s : socketsOf(pid)) EXPECT_EQ(mine.count(s), 0u) << "process " << p << " holds our " << s;
     }
   }
@@ -200,10 +199,8 @@ class MultiProcess : public ::testing::Test {
   bool awaitVerdict(const Job& job, int index) const {
     const std::string needle = "\"index\":" + std::to_string(index) + ",";
     const auto all = static_cast<size_t>(job.procs * job.comms);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (countLog(job.procs, needle) < all && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    return countLog(job.procs, needle) >= all;
+    return waitUntil([&] { return countLog(job.procs, needle) >= all; }, std::chrono::seconds(30),
+                     std::chrono::milliseconds(20));
   }
 
   size_t countLog(int procs, const std::string& needle, const char* file = "/log", const char* ext = ".jsonl") const {

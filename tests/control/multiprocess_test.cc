@@ -4,6 +4,8 @@
 // hammering the coordinator.
 #include "tests/control/multiprocess_fixture.h"
 
+#include "tests/wait_until.h"
+
 namespace wirewise::control {
 namespace {
 
@@ -164,7 +166,6 @@ TEST_F(MultiProcess, CoordinatorKilledMembersWaitAndExplain) {
   auto kids = spawn(job);
   ASSERT_TRUE(awaitVerdict(job, 20)) << "no progress";
   coord.reset();  // the coordinator's process is gone
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   const std::string needle = "for the verdict of coordinator 127.0.0.1:" + std::to_string(job.port);
   auto explained = [&](int p) { return countLog(p + 1, needle, "/err", ".txt") - countLog(p, needle, "/err", ".txt"); };
   auto allExplained = [&] {
@@ -172,8 +173,7 @@ TEST_F(MultiProcess, CoordinatorKilledMembersWaitAndExplain) {
       if (explained(p) == 0) return false;
     return true;
   };
-  while (!allExplained() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  waitUntil(allExplained, std::chrono::seconds(30), std::chrono::milliseconds(20));
   for (pid_t k : kids) kill(k, SIGKILL);
   for (pid_t k : kids) waitpid(k, nullptr, 0);
   for (int p = 0; p < job.procs; ++p) EXPECT_GE(explained(p), 1u) << "process " << p << " did not explain its wait";
@@ -232,7 +232,7 @@ TEST_F(MultiProcess, AdversarialClientsAreRejectedAndTheJobGoesOn) {
         uint8_t sink[256];
         s.read_some(asio::buffer(sink), ec);  // the coordinator closes it
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the attacker's pace: a try every 5 ms
     }
   });
   auto rec = run(job);

@@ -79,6 +79,8 @@ TEST_F(EngineTest, BytesMoveWithoutTest) {
     ASSERT_NE(rreq, nullptr);
     ASSERT_NE(sreq, nullptr);
     const uint64_t cpu0 = engine::threadCpuNs();
+    // The scenario: nobody calls test() for a while, so only the engine can move the bytes (and its CPU
+    // over that while is what is printed). No condition to wait on: test() itself would drive the comm.
     std::this_thread::sleep_for(kSanitized ? 4s : 1s);
     const uint64_t cpu1 = engine::threadCpuNs();
     int sdone = 0, rdone = 0, size = -1;
@@ -120,7 +122,7 @@ TEST_F(EngineTest, EngineAndProxyRaceOnVerifiedTraffic) {
   const uint64_t cpu0 = engine::threadCpuNs();
   const auto start = std::chrono::steady_clock::now();
   auto pause = [](std::mt19937& rng) {
-    if (rng() % 16 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 400));
+    if (rng() % 16 == 0) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 400));  // uneven callers
   };
   std::thread sender([&] {
     constexpr size_t kAhead = 6;
@@ -195,7 +197,7 @@ TEST_F(EngineTest, FullWindowAnswersNullUntilTestReports) {
     ASSERT_EQ(isend(p.sc, &byte, 1, 0, &r), Status::kOk);
     ASSERT_NE(r, nullptr);
   }
-  std::this_thread::sleep_for(200ms);  // the engine completes them meanwhile
+  std::this_thread::sleep_for(200ms);  // the engine completes them meanwhile (test() would do it instead)
   void* extra = &byte;
   ASSERT_EQ(isend(p.sc, &byte, 1, 0, &extra), Status::kOk);
   EXPECT_EQ(extra, nullptr);
@@ -236,12 +238,12 @@ TEST_F(EngineTest, DeadPeerIsAnErrorOnBothEnds) {
         ASSERT_EQ(isend(p.sc, big.data(), big.size(), i, &r), Status::kOk);
         reqs.push_back(r);
       }
-      std::this_thread::sleep_for(20ms);
+      std::this_thread::sleep_for(20ms);  // the scenario: the peer goes away mid-transfer, not before it
       closeRecv(p.rc);
       p.rc = nullptr;
     } else {
       for (int i = 0; i < 2; ++i) reqs.push_back(postRecv(p.rc, in, i));
-      std::this_thread::sleep_for(20ms);
+      std::this_thread::sleep_for(20ms);  // as above
       closeSend(p.sc);
       p.sc = nullptr;
     }
@@ -274,7 +276,7 @@ TEST_F(EngineTest, CloseWhileTheEngineDrives) {
     ASSERT_EQ(isend(p.sc, out.data(), out.size(), 1, &s), Status::kOk);
     ASSERT_NE(r, nullptr);
     ASSERT_NE(s, nullptr);
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));  // close at a random point of the transfer
     if (c % 3 == 0) {
       int done = 0;
       (void)test(s, &done, nullptr);
@@ -297,7 +299,7 @@ TEST_F(EngineTest, CloseWhileTheEngineDrives) {
   void* r = postRecv(p.rc, in, 2);
   void* s = nullptr;
   ASSERT_EQ(isend(p.sc, out.data(), out.size(), 2, &s), Status::kOk);
-  std::this_thread::sleep_for(kSanitized ? 2s : 500ms);
+  std::this_thread::sleep_for(kSanitized ? 2s : 500ms);  // moved by the engine alone: nobody may call test()
   int sdone = 0, rdone = 0;
   ASSERT_EQ(test(s, &sdone, nullptr), Status::kOk);
   ASSERT_EQ(test(r, &rdone, nullptr), Status::kOk);
@@ -324,7 +326,7 @@ TEST_F(EngineTest, EngineSleepsWhenIdleAndWhileReceivesWait) {
   }
   const auto window = kSanitized ? 2s : 1s;
   uint64_t cpu0 = engine::threadCpuNs();
-  std::this_thread::sleep_for(window);
+  std::this_thread::sleep_for(window);  // the measurement window of the engine's CPU
   const double idlePct = static_cast<double>(engine::threadCpuNs() - cpu0) / 1e7 /
                          std::chrono::duration<double>(window).count();
   std::vector<std::vector<char>> bufs(pairs.size(), std::vector<char>(1 << 20));

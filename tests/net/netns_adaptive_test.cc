@@ -26,6 +26,7 @@
 #include "tests/net/netns_fixture.h"
 #include "tests/net/traffic.h"
 #include "tests/net/transport_util.h"
+#include "tests/wait_until.h"
 
 namespace wirewise::net {
 namespace {
@@ -71,7 +72,8 @@ ShapedResult shapedRun(Netns* f, double hedgeFactor) {
   double changeAt = 0.0;
 
   std::thread control([&] {
-    while (!connected.load() && since(Clock::now()) < 30) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    waitUntil([&] { return connected.load(); }, std::chrono::seconds(30));
+    // The scenario: 3 s of traffic on equal rails, so that the shares measured before the change have settled.
     std::this_thread::sleep_for(std::chrono::seconds(3));
     {
       CommTelemetry t;
@@ -80,7 +82,8 @@ ShapedResult shapedRun(Netns* f, double hedgeFactor) {
     }
     f->shapeRail(1, "change", kRateMbit / 10);
     changeAt = since(Clock::now());
-    // The scheduler's own view, through the read-only telemetry (another thread, as the runtime would).
+    // The scheduler's own view, through the read-only telemetry (another thread, as the runtime would),
+    // sampled every 5 ms for the scenario's 5 s after the change: the traffic runs that long either way.
     while (since(Clock::now()) < changeAt + 5.0) {
       CommTelemetry t;
       void* sc = sendComm.load();
@@ -365,13 +368,14 @@ TEST_F(Netns, ARailThatComesBackIsReopenedAndCarriesBytesAgain) {
   // Waits up to `limit` seconds for `cond` on the sender's published telemetry.
   auto waitFor = [&](double limit, auto cond) {
     const auto start = Clock::now();
-    while (since(Clock::now()) - since(start) < limit) {
-      CommTelemetry t;
-      void* sc = sendComm.load();
-      if (sc != nullptr && sendTelemetry(sc, &t) && cond(t)) return since(Clock::now()) - since(start);
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return -1.0;
+    const bool met = waitUntil(
+        [&] {
+          CommTelemetry t;
+          void* sc = sendComm.load();
+          return sc != nullptr && sendTelemetry(sc, &t) && cond(t);
+        },
+        std::chrono::duration<double>(limit));
+    return met ? since(Clock::now()) - since(start) : -1.0;
   };
   std::thread control([&] {
     if (waitFor(30, [](const CommTelemetry& t) { return t.rail[1].bytesDelivered > (4u << 20); }) < 0) {
@@ -389,7 +393,7 @@ TEST_F(Netns, ARailThatComesBackIsReopenedAndCarriesBytesAgain) {
     linkUp(1);
     backAfter = waitFor(10, [](const CommTelemetry& t) { return t.rail[1].up; });
     bytesAfter = waitFor(10, [&](const CommTelemetry& t) { return t.rail[1].bytesDelivered > base + (1u << 20); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the scenario: a second back in service
     CommTelemetry after;
     sendTelemetry(sendComm.load(), &after);
     rail1Again = after.rail[1].bytesDelivered - base;

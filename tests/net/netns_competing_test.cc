@@ -28,6 +28,7 @@
 #include "net/transport.h"
 #include "tests/net/netns_fixture.h"
 #include "tests/net/transport_util.h"
+#include "tests/wait_until.h"
 
 namespace wirewise::net {
 namespace {
@@ -178,7 +179,7 @@ TEST_F(Netns, CompetingFlowsOnOneRailMoveTheShareToTheOtherAndBack) {
   // Samples the scheduler's view every 5 ms from another thread (as the runtime would) and drives the
   // phases: warm-up, competition, after.
   std::thread control([&] {
-    while (!connected.load() && since(Clock::now()) < 30) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    waitUntil([&] { return connected.load(); }, std::chrono::seconds(30));
     const double t0 = since(Clock::now());
     while (connected.load()) {
       const double t = since(Clock::now());

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tests/net/proxy_driver.h"
+#include "tests/wait_until.h"
 
 using namespace wirewise::net::testing;
 
@@ -52,7 +53,8 @@ int main(int argc, char** argv) {
     if (acceptLoop(net, lc, &rc) != ncclSuccess) return 6;
     r = runSide(net, rc, false, traffic, 0x7a11, 8);
   } else {
-    for (int i = 0; i < 200 && access(path.c_str(), R_OK) != 0; ++i) usleep(50000);
+    wirewise::waitUntil([&] { return access(path.c_str(), R_OK) == 0; }, std::chrono::seconds(10),
+                        std::chrono::milliseconds(50));
     std::ifstream(path, std::ios::binary).read(handle, sizeof handle);
     void* sc = nullptr;
     if (connectLoop(net, ctx, dev, handle, &sc) != ncclSuccess) return 7;

@@ -23,6 +23,7 @@
 #include "sim/loader/nccl_loader.h"
 #include "tests/net/proxy_driver.h"
 #include "tests/net/ring_traffic.h"
+#include "tests/wait_until.h"
 
 using namespace wirewise::net::testing;
 using Clock = std::chrono::steady_clock;
@@ -67,11 +68,8 @@ void logger(ncclDebugLogLevel level, unsigned long, const char*, int, const char
 }
 
 bool waitFile(const std::string& path, Clock::time_point deadline) {
-  while (access(path.c_str(), R_OK) != 0) {
-    if (Clock::now() > deadline) return false;
-    usleep(20000);
-  }
-  return true;
+  return wirewise::waitUntil([&] { return access(path.c_str(), R_OK) == 0; }, deadline - Clock::now(),
+                             std::chrono::milliseconds(20));
 }
 
 void writeFile(const std::string& path, const char* data, size_t n) {
@@ -355,7 +353,7 @@ int runRank(const Net* net, const Options& o) {
     ncclNetDeviceHandle_v11_t* devComm = nullptr;
     if (sc == nullptr && callConnect(net, ctx, dev, right, &sc) != ncclSuccess) return kSetup;
     if (rc == nullptr && net->accept(lc, &rc, &devComm) != ncclSuccess) return kSetup;
-    if (sc == nullptr || rc == nullptr) usleep(1000);
+    if (sc == nullptr || rc == nullptr) usleep(1000);  // NCCL's connect and accept are polled, as NCCL does
   }
   const int left = (o.rank + o.nranks - 1) % o.nranks;
   const RingSchedule sched = makeRingSchedule(o.seed, o.maxBytes, o.small, o.gibRank == o.rank);
@@ -379,7 +377,7 @@ int runRank(const Net* net, const Options& o) {
         return kPeer;
       }
       if (Clock::now() > closeDeadline) return kTimeout;
-      usleep(20000);
+      usleep(20000);  // a condition wait with two ends (the peer's file, or a peer failed): polled by hand
     }
   }
   if (net->closeSend(sc) != ncclSuccess || net->closeRecv(rc) != ncclSuccess || net->closeListen(lc) != ncclSuccess)

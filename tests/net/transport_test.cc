@@ -109,7 +109,7 @@ TEST_F(TransportTest, MalformedHelloIsDroppedAndTheListenerSurvives) {
       ASSERT_EQ(accept(lc, &rc), Status::kOk);
       ASSERT_EQ(rc, nullptr);
       if (i == 10) close(fd);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // accept() polled as NCCL does, 50 times
     }
   }
   void* sc = nullptr;

@@ -119,6 +119,8 @@ void proxyStep(const Profiler& p, void* ctx, void* op, int step, std::initialize
     ncclProfilerEventStateArgs_v5_t a{};
     a.proxyStep.transSize = bytes;  // NCCL passes its last size with every state; only two carry meaning
     ASSERT_EQ(p.recordEventState(h, static_cast<ncclProfilerEventState_t>(st), &a), ncclSuccess);
+    // The plugin stamps each state with its own clock (the ABI passes none): time between states is what
+    // gives each wait a length.
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ASSERT_EQ(p.stopEvent(h), ncclSuccess);

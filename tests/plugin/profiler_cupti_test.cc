@@ -10,6 +10,7 @@
 
 #include "tests/plugin/plugin_fixture.h"
 #include "tests/telemetry/collectors/fake_cupti.h"
+#include "tests/wait_until.h"
 
 namespace wirewise::testing {
 namespace {
@@ -49,12 +50,16 @@ class ProfilerCupti : public PluginTest, public ::testing::WithParamInterface<in
   // The last "cupti_kernels" event once `done` holds for it, or null after 10 s.
   template <typename Pred>
   nlohmann::json waitForReport(Pred done) {
-    for (int i = 0; i < 200; ++i) {
-      std::vector<nlohmann::json> ev = logEvents("cupti_kernels");
-      if (!ev.empty() && done(ev.back())) return ev.back();
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return nullptr;
+    nlohmann::json report;
+    waitUntil(
+        [&] {
+          std::vector<nlohmann::json> ev = logEvents("cupti_kernels");
+          if (ev.empty() || !done(ev.back())) return false;
+          report = ev.back();
+          return true;
+        },
+        std::chrono::seconds(10), std::chrono::milliseconds(50));  // each look reads the whole log
+    return report;
   }
   FakeCuptiState* s_ = nullptr;
   std::unique_ptr<Profiler> prof_;

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/wait_until.h"
+
 namespace wirewise {
 namespace {
 
@@ -124,10 +126,7 @@ TEST_F(AdaptationLogTest, StalledWriterDropsAndCounts) {
     int fd = ::open(fifo.c_str(), O_RDONLY);  // returns once the log opens the write end
     ASSERT_GE(fd, 0);
     // Stall until every post() returned (or 10 s, so a blocking post() fails instead of hanging).
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!posted.load() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    waitUntil([&] { return posted.load(); }, std::chrono::seconds(10));
     char buf[65536];
     ssize_t n;
     while ((n = ::read(fd, buf, sizeof(buf))) > 0) data.append(buf, static_cast<size_t>(n));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/units.h"
 #include "tests/tools/cli_runner.h"
 #include "tools/log_explain.h"
 #include "tools/log_summary.h"
@@ -88,10 +89,10 @@ TEST(LogExplain, ACommitAfterAnAlarmTellsItsEvidence) {
   // 412.3 / 346.7 from the alarm: 19% slower.
   EXPECT_TRUE(has(t, "The detector saw it 19% slower (CUSUM 0.31 over threshold 0.12)")) << t;
   EXPECT_TRUE(has(t,
-                  "probing measured tree/simple/11 at 345 us (141 GB/s bus bandwidth) against 412 us (118 GB/s) "
+                  "probing measured tree/simple/11 at 345 µs (141 GB/s bus bandwidth) against 412 µs (118 GB/s) "
                   "with ring/simple/11 before"))
       << t;
-  EXPECT_TRUE(has(t, "the runner-up was tree/simple/8 at 351 us")) << t;
+  EXPECT_TRUE(has(t, "the runner-up was tree/simple/8 at 351 µs")) << t;
   EXPECT_TRUE(has(t, "Implicated links: none identified.")) << t;
 }
 
@@ -104,7 +105,7 @@ TEST(LogExplain, TheCauseTheAlarmInferredIsTold) {
   while (std::getline(in, line)) {
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_object() && j.value("kind", "") == "commit" && j.value("index", 0) == 23) {
-      j["cause"] = {{"kind", "latency"}, {"text", "allreduce slowed by +37 us at every size: a latency rise"}};
+      j["cause"] = {{"kind", "latency"}, {"text", "allreduce slowed by +37 µs at every size: a latency rise"}};
       line = j.dump();
       ++tagged;
     }
@@ -113,7 +114,7 @@ TEST(LogExplain, TheCauseTheAlarmInferredIsTold) {
   ASSERT_EQ(tagged, 1);
   const Explanation& x = containing(explainAll(text), kAb, "allreduce", 25 * kMiB);
   EXPECT_TRUE(has(x.text, "The detector saw it 19% slower (CUSUM 0.31 over threshold 0.12): allreduce slowed by "
-                          "+37 us at every size: a latency rise"))
+                          "+37 µs at every size: a latency rise"))
       << x.text;
 }
 
@@ -158,7 +159,7 @@ TEST(LogExplain, ARevertAChannelCommitAndAnUnfinishedEpisode) {
   EXPECT_EQ(ch.decision, "ring/simple/11");
   EXPECT_EQ(ch.links, (std::vector<std::string>{"node02:mlx5_1"}));
   EXPECT_TRUE(has(ch.text, "The detector saw it 10% slower")) << ch.text;
-  EXPECT_TRUE(has(ch.text, "against 330 us (102 GB/s) with ring/simple/16 before")) << ch.text;
+  EXPECT_TRUE(has(ch.text, "against 330 µs (102 GB/s) with ring/simple/16 before")) << ch.text;
   EXPECT_TRUE(has(ch.text, "No adapt event covers 20-24 MiB.")) << ch.text;
   EXPECT_TRUE(has(ch.text, "Implicated links: node02:mlx5_1.")) << ch.text;
 
@@ -187,7 +188,7 @@ TEST(LogExplain, ARecoverThenAHoldAndACalibrationThatKeptNccl) {
   // 80 / 110: 27% faster.
   EXPECT_TRUE(has(rec.text,
                   "The detector saw it 27% faster (CUSUM 0.4 over threshold 0.12); the link looks healed: "
-                  "probing measured the former choice ring/simple/8 at 85 us against 110 us with "
+                  "probing measured the former choice ring/simple/8 at 85 µs against 110 µs with "
                   "tree/simple/8 before"))
       << rec.text;
   EXPECT_TRUE(has(rec.text,
@@ -203,7 +204,7 @@ TEST(LogExplain, ARecoverThenAHoldAndACalibrationThatKeptNccl) {
   EXPECT_TRUE(has(kept.text,
                   "from 2 MiB to 2.50 MiB with NCCL's own choice (ring/simple/16); wirewise has not "
                   "changed it. Calibration measured 2 candidates: NCCL's own choice (ring/simple/16) was "
-                  "best at 150 us."))
+                  "best at 150 µs."))
       << kept.text;
 }
 
@@ -322,24 +323,24 @@ TEST(LogExplain, EveryCutPointReadsWithoutThrowing) {
 
 TEST(LogExplain, ParsesSizesAndIds) {
   uint64_t v = 0;
-  EXPECT_TRUE(parseSize("25165824", &v));
+  EXPECT_TRUE(parseBytes("25165824", &v));
   EXPECT_EQ(v, 25165824u);
-  EXPECT_TRUE(parseSize("24MiB", &v));
+  EXPECT_TRUE(parseBytes("24MiB", &v));
   EXPECT_EQ(v, 24 * kMiB);
-  EXPECT_TRUE(parseSize(" 24 mib ", &v));
+  EXPECT_TRUE(parseBytes(" 24 mib ", &v));
   EXPECT_EQ(v, 24 * kMiB);
-  EXPECT_TRUE(parseSize("64K", &v));
+  EXPECT_TRUE(parseBytes("64K", &v));
   EXPECT_EQ(v, 64 * kKiB);
-  EXPECT_TRUE(parseSize("1.5 KiB", &v));
+  EXPECT_TRUE(parseBytes("1.5 KiB", &v));
   EXPECT_EQ(v, 1536u);
-  EXPECT_TRUE(parseSize("18446744073709551615", &v));
+  EXPECT_TRUE(parseBytes("18446744073709551615", &v));
   EXPECT_EQ(v, UINT64_MAX);
-  EXPECT_FALSE(parseSize("", &v));
-  EXPECT_FALSE(parseSize("MiB", &v));
-  EXPECT_FALSE(parseSize("12 parsecs", &v));
-  EXPECT_FALSE(parseSize("1.2.3", &v));
-  EXPECT_FALSE(parseSize("99999999999999999999", &v));
-  EXPECT_FALSE(parseSize("16777216 TiB", &v));
+  EXPECT_FALSE(parseBytes("", &v));
+  EXPECT_FALSE(parseBytes("MiB", &v));
+  EXPECT_FALSE(parseBytes("12 parsecs", &v));
+  EXPECT_FALSE(parseBytes("1.2.3", &v));
+  EXPECT_FALSE(parseBytes("99999999999999999999", &v));
+  EXPECT_FALSE(parseBytes("16777216 TiB", &v));
   EXPECT_TRUE(parseCommId("0x00000000000000ab", &v));
   EXPECT_EQ(v, 0xabu);
   EXPECT_TRUE(parseCommId("AB", &v));

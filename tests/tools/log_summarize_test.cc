@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/units.h"
 #include "tests/tools/cli_runner.h"
 #include "tools/cli_util.h"
 #include "tools/log_summary.h"
@@ -121,15 +122,15 @@ TEST(LogSummarizeCli, TelemetryEventsAreKnownNotUnknown) {
   EXPECT_EQ(j["unknown"], 1);  // only the made-up one
 }
 
-TEST(HumanBytes, UnitsAndExactness) {
-  EXPECT_EQ(humanBytes(0), "0 B");
-  EXPECT_EQ(humanBytes(1023), "1023 B");
-  EXPECT_EQ(humanBytes(65536), "64 KiB");
-  EXPECT_EQ(humanBytes(65537), "65537 B");
-  EXPECT_EQ(humanBytes(90000), "87.89 KiB");
-  EXPECT_EQ(humanBytes(3u << 19), "1.50 MiB");
-  EXPECT_EQ(humanBytes(uint64_t{1} << 30), "1 GiB");
-  EXPECT_EQ(humanBytes(UINT64_MAX), "max");
+TEST(CliUtil, BytesAndDecisions) {
+  EXPECT_EQ(bytesText(0), "0 B");
+  EXPECT_EQ(bytesText(1023), "1023 B");
+  EXPECT_EQ(bytesText(65536), "64 KiB");
+  EXPECT_EQ(bytesText(65537), "65537 B");
+  EXPECT_EQ(bytesText(90000), "87.89 KiB");
+  EXPECT_EQ(bytesText(3u << 19), "1.50 MiB");
+  EXPECT_EQ(bytesText(uint64_t{1} << 30), "1 GiB");
+  EXPECT_EQ(bytesText(UINT64_MAX), "max");
   EXPECT_EQ(decisionText("tree", "ll", 0), "tree/ll ch=keep");
 }
 

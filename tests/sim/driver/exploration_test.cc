@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/units.h"
 #include "sim/driver/driver.h"
 #include "sim/driver/exploration.h"
 
@@ -12,12 +13,6 @@ namespace wirewise::sim {
 namespace {
 
 constexpr uint64_t kMiB = 1024 * 1024;
-
-std::string hexId(uint64_t id) {
-  char b[32];
-  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(id));
-  return b;
-}
 
 // A coordinator table event for [boundary, next) probing allreduce 24..28 MiB (and what else is given).
 std::string probeTable(uint64_t comm, uint64_t boundary, const std::string& next,

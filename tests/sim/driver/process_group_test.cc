@@ -152,7 +152,7 @@ TEST(ProcessGroupDeathTest, WatchdogEndsAProcessZeroThatNeverNotices) {
       {
         ProcessGroup g(2, /*watchdogSeconds=*/1);
         if (!g.parent()) ProcessGroup::exitChild(0);
-        ::sleep(20);
+        ::sleep(20);  // the scenario: blocked, never gathering, until the watchdog ends the process
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(2), "simulator process 1 .* died 1 s ago and process 0 is blocked in the plugin");

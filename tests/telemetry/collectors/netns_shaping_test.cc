@@ -31,6 +31,7 @@
 #include <gtest/gtest.h>
 
 #include "telemetry/collectors/collector_set.h"
+#include "tests/wait_until.h"
 
 namespace wirewise::collectors {
 namespace {
@@ -145,7 +146,10 @@ LabResult runLab(const std::string& nsA, const std::string& nsB, const std::stri
     for (auto& t : readers) t.join();
     ::close(ls);
   });
-  while (listening == 0) std::this_thread::sleep_for(1ms);
+  if (!waitUntil([&] { return listening != 0; }, 30s)) {
+    receiver.detach();  // stuck in setup: this child process reports and exits, the thread goes with it
+    return fail("receiver setup in " + nsB + " did not finish within 30 s");
+  }
   if (listening < 0) {
     receiver.join();
     return fail("receiver setup in " + nsB);

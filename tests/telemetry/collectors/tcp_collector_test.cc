@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/wait_until.h"
+
 namespace wirewise::collectors {
 namespace {
 
@@ -70,10 +72,10 @@ TEST(TcpCollector, ReadsTcpInfoOfARealConnection) {
     sent += static_cast<size_t>(n);
   }
   reader.join();
-  // The last ACK may be delayed (delayed-ACK timer): wait, bounded, until the kernel counts every byte.
-  for (int i = 0; i < 200 && readTcpInfo(p.client)->bytesAcked < before->bytesAcked + kBytes; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // The last ACK may be delayed (delayed-ACK timer): wait until the kernel counts every byte.
+  ASSERT_TRUE(waitUntil([&] { return readTcpInfo(p.client)->bytesAcked >= before->bytesAcked + kBytes; },
+                        std::chrono::seconds(10)))
+      << "4 MiB sent over loopback still not acknowledged after 10 s";
   c.sample(3 * kSec);  // 2 s of injected time
   std::vector<LinkHealth> links = c.links();
   ASSERT_EQ(links.size(), 2u);
