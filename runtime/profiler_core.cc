@@ -54,14 +54,10 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
   if (context == nullptr) return ncclSuccess;
   *context = nullptr;
   log::setLogger(args.logger);
-  Runtime* rt = nullptr;
   try {
-    rt = Runtime::acquire();
-    if (rt->settings().mode == Mode::Off) {
-      // NCCL 2.28.9 finalizes only non-null contexts, so hold no reference for this comm.
-      Runtime::release();
-      return ncclSuccess;
-    }
+    RuntimeRef rt = RuntimeRef::acquire();  // released on the way out unless the comm keeps it
+    // NCCL 2.28.9 finalizes only non-null contexts, so hold no reference for this comm.
+    if (rt->settings().mode == Mode::Off) return ncclSuccess;
     gPid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
     const bool netPaths = rt->settings().netPaths;
     // KernelLaunch exists from v5 on; the ring exists only while the CUPTI collector drains it.
@@ -83,12 +79,11 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
                {"rank", args.rank}});
     rt->addSink(&comm->events, comm->proxy.get());
     *context = comm.release();
+    rt.keep();  // the comm's reference, given back at finalize
   } catch (const std::exception& e) {
     WW_WARN(NCCL_INIT | NCCL_PROFILE, "profiler init failed (%s); continuing without measurements", e.what());
-    if (rt != nullptr) Runtime::release();
   } catch (...) {
     WW_WARN(NCCL_INIT | NCCL_PROFILE, "profiler init failed; continuing without measurements");
-    if (rt != nullptr) Runtime::release();
   }
   return ncclSuccess;
 }
@@ -139,8 +134,9 @@ void profilerRecordState(void* handle, int state, uint64_t arg) noexcept {
 ncclResult_t profilerFinalize(void* context) noexcept {
   auto* comm = static_cast<CommProfiler*>(context);
   if (comm == nullptr) return ncclSuccess;
+  RuntimeRef atInit = RuntimeRef::adopt();  // the reference taken at init: released last, after the comm goes
   try {
-    Runtime* rt = Runtime::acquire();
+    RuntimeRef rt = RuntimeRef::acquire();
     rt->removeSink(&comm->events);
     SinkCounters c = comm->events.counters();
     rt->event({{"event", "comm_finalize"},
@@ -149,11 +145,9 @@ ncclResult_t profilerFinalize(void* context) noexcept {
                {"rank", comm->events.rank()},
                {"collectives", c.collsStarted},
                {"samples", c.samplesEmitted}});
-    Runtime::release();
   } catch (...) {
   }
   delete comm;
-  Runtime::release();
   return ncclSuccess;
 }
 

@@ -181,9 +181,8 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
   if (context == nullptr) return ncclSuccess;
   *context = nullptr;
   log::setLogger(args.logger);
-  Runtime* rt = nullptr;
   try {
-    rt = Runtime::acquire();
+    RuntimeRef rt = RuntimeRef::acquire();  // released on the way out unless the comm keeps it
     auto c = std::make_unique<TunerComm>();
     c->commId = args.hasCommId ? args.commId : ((1ull << 63) | gLocalCommIds.fetch_add(1));
     c->nRanks = args.nRanks;
@@ -229,13 +228,12 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
             args.abiVersion, Runtime::hexId(c->commId).c_str(), args.nRanks, args.nNodes, source.c_str(),
             table->ranges().size());
     *context = c.release();
+    rt.keep();  // the comm's reference, given back at finalize
   } catch (const std::exception& e) {
     WW_WARN(NCCL_INIT | NCCL_TUNING, "tuner init failed (%s); NCCL's own choices stand for this communicator",
             e.what());
-    if (rt != nullptr) Runtime::release();
   } catch (...) {
     WW_WARN(NCCL_INIT | NCCL_TUNING, "tuner init failed; NCCL's own choices stand for this communicator");
-    if (rt != nullptr) Runtime::release();
   }
   // A tuner init error fails communicator creation in NCCL 2.28: never return one.
   return ncclSuccess;
@@ -266,8 +264,9 @@ ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableVi
 ncclResult_t tunerFinalize(void* context) noexcept {
   auto* c = static_cast<TunerComm*>(context);
   if (c == nullptr) return ncclSuccess;
+  RuntimeRef atInit = RuntimeRef::adopt();  // the reference taken at init: released last, after the comm goes
   try {
-    Runtime* rt = Runtime::acquire();
+    RuntimeRef rt = RuntimeRef::acquire();
     if (c->member)
       if (control::ControlPlane* cp = rt->controlPlane()) cp->removeMember(c->member);
     rt->event({{"event", "comm_finalize"},
@@ -277,11 +276,9 @@ ncclResult_t tunerFinalize(void* context) noexcept {
                {"applied", c->applied.load()},
                {"kept", c->kept.load()},
                {"boundaries", c->nextIndex}});
-    Runtime::release();
   } catch (...) {
   }
   delete c;
-  Runtime::release();  // the reference taken at init
   return ncclSuccess;
 }
 
