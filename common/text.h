@@ -18,7 +18,7 @@ constexpr bool isPrintableAscii(std::string_view s) {
 // s with every byte outside printable ASCII replaced by `standIn`.
 inline std::string printableOnly(std::string s, char standIn = '?') {
   for (char& c : s)
-    if (!isPrintableAscii(c)) c = stand_in;
+    if (!isPrintableAscii(c)) c = standIn;
   return s;
 }
 
