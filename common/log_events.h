@@ -58,6 +58,10 @@ std::string_view faceName(Face f);  // "tuner", "profiler"
 enum class AdaptKind { Calibrated, Alarm, Commit, Recover, Revert, Hold, Deferred };
 std::string_view adaptKindName(AdaptKind k);
 std::optional<AdaptKind> parseAdaptKind(std::string_view s);
+inline bool isAdaptKind(std::string_view s, AdaptKind k) { return s == adaptKindName(k); }
+// The kinds a summary lists first, in this order (a later kind follows in name order).
+inline constexpr AdaptKind kListedAdaptKinds[] = {AdaptKind::Calibrated, AdaptKind::Alarm,  AdaptKind::Commit,
+                                                  AdaptKind::Recover,    AdaptKind::Revert, AdaptKind::Hold};
 
 // Keys that readers test before they know which struct a line is.
 inline constexpr const char* kEventKey = "event";
@@ -69,6 +73,8 @@ inline constexpr std::string_view kSourceBuiltin = "builtin";
 
 // Decision names: "algo/proto/channels" ("tree/simple/11"), or "nccl" for NCCL's own choice.
 inline constexpr std::string_view kNcclDecision = "nccl";
+// A range's algo, proto or coll that leaves NCCL's choice (or applies to every collective).
+inline constexpr std::string_view kAny = "any";
 struct DecisionParts {
   std::string algo, proto;
   int64_t channels = 0;
