@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "adaptive/decision_table.h"
+#include "common/log_events.h"
 #include "control/member.h"
 #include "control/rendezvous.h"
 #include "runtime/log.h"
@@ -101,7 +102,7 @@ control::ControlPlane* ControlWiring::plane() {
       WW_WARN(NCCL_INIT | NCCL_TUNING, "%s", line.c_str());
     else
       WW_INFO(NCCL_INIT | NCCL_TUNING, "%s", line.c_str());
-    hooks_.event({{"event", "control"}, {"level", warn ? "warn" : "info"}, {"message", line}});
+    hooks_.event(logev::Control{.level = warn ? "warn" : "info", .message = line});
   };
   o.onVerdict = [this](const control::Member& m, const control::Verdict& v) {
     char digest[24] = "";
@@ -114,24 +115,24 @@ control::ControlPlane* ControlWiring::plane() {
                 "(digest %016" PRIx64 "); the coordinator's applies from collective %" PRIu64,
                 commIdHex(m.commId()).c_str(), digest, m.configDigest(), v.boundary);
     }
-    hooks_.event({{"event", "verdict"},
-                  {"comm", commIdHex(m.commId())},
-                  {"index", v.index},
-                  {"boundary", v.boundary},
-                  {"next", v.next == UINT64_MAX ? nlohmann::json(nullptr) : nlohmann::json(v.next)},
-                  {"observe_only", v.observeOnly},
-                  {"reason", v.reason},
-                  {"digest", digest}});
+    logev::Verdict ev;
+    ev.comm = commIdHex(m.commId());
+    ev.reason = v.reason;
+    ev.digest = digest;
+    ev.index = v.index;
+    ev.boundary = v.boundary;
+    if (v.next != UINT64_MAX) ev.next = v.next;
+    ev.observeOnly = v.observeOnly;
+    hooks_.event(ev);
   };
   try {
     control_ = std::make_unique<control::ControlPlane>(std::move(o));
     WW_INFO(NCCL_INIT, "control plane: coordinator %s (from %s, %s), job key %s", control_->address().c_str(),
             rvSource_.c_str(), control_->hosting() ? "hosted here" : "remote", jobKeySource_.c_str());
-    hooks_.event({{"event", "control_start"},
-                  {"coordinator", control_->address()},
-                  {"source", rvSource_},
-                  {"hosting", control_->hosting()},
-                  {"job_key", jobKeySource_}});
+    hooks_.event(logev::ControlStart{.coordinator = control_->address(),
+                                     .source = rvSource_,
+                                     .jobKey = jobKeySource_,
+                                     .hosting = control_->hosting()});
   } catch (const std::exception& e) {
     WW_WARN(NCCL_INIT, "control plane could not start (%s); communicators keep their static table", e.what());
   }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 
+#include "common/log_events.h"
 #include "runtime/log.h"
 #include "runtime/runtime.h"
 #include "telemetry/event_sink.h"
@@ -70,13 +71,12 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
     const int want = static_cast<int>(profilerActivationMask(netPaths, launchRing != nullptr));
     if (args.activationMask != nullptr && __atomic_load_n(args.activationMask, __ATOMIC_RELAXED) != want)
       __atomic_store_n(args.activationMask, want, __ATOMIC_RELAXED);
-    rt->event({{"event", "comm_init"},
-               {"comm", Runtime::hexId(args.commId)},
-               {"face", "profiler"},
-               {"abi", "profiler_v" + std::to_string(args.abiVersion)},
-               {"nranks", args.nRanks},
-               {"nnodes", args.nNodes},
-               {"rank", args.rank}});
+    rt->event(logev::CommInit{.comm = Runtime::hexId(args.commId),
+                              .face = std::string(logev::faceName(logev::Face::Profiler)),
+                              .abi = "profiler_v" + std::to_string(args.abiVersion),
+                              .nRanks = args.nRanks,
+                              .nNodes = args.nNodes,
+                              .rank = args.rank});
     rt->addSink(&comm->events, comm->proxy.get());
     *context = comm.release();
     rt.keep();  // the comm's reference, given back at finalize
@@ -139,12 +139,13 @@ ncclResult_t profilerFinalize(void* context) noexcept {
     RuntimeRef rt = RuntimeRef::acquire();
     rt->removeSink(&comm->events);
     SinkCounters c = comm->events.counters();
-    rt->event({{"event", "comm_finalize"},
-               {"comm", Runtime::hexId(comm->events.commId())},
-               {"face", "profiler"},
-               {"rank", comm->events.rank()},
-               {"collectives", c.collsStarted},
-               {"samples", c.samplesEmitted}});
+    logev::CommFinalize ev;
+    ev.comm = Runtime::hexId(comm->events.commId());
+    ev.face = logev::faceName(logev::Face::Profiler);
+    ev.collectives = c.collsStarted;
+    ev.rank = comm->events.rank();
+    ev.samples = c.samplesEmitted;
+    rt->event(ev);
   } catch (...) {
   }
   delete comm;

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 
+#include "common/log_events.h"
 #include "control/control_plane.h"
 #include "runtime/control_wiring.h"
 #include "runtime/log.h"
@@ -90,10 +92,11 @@ Runtime::Runtime(const EnvSource& env) : host_(hostName()) {
   control_ = std::make_unique<ControlWiring>(
       settings_, config_, env,
       ControlHooks{post, [this] { return linkNotes(); }, sinks_.get()});
-  log_->post({{"event", "plugin_start"},
-              {"version", WIREWISE_VERSION},
-              {"host", host_},
-              {"settings", settingsEcho(settings_)}});
+  logev::PluginStart start;
+  start.version = WIREWISE_VERSION;
+  start.host = host_;
+  start.settings = settingsEcho(settings_).get<std::map<std::string, std::string>>();
+  log_->post(start);
   WW_INFO(NCCL_INIT, "version %s, mode %s, log %s", WIREWISE_VERSION, modeName(settings_.mode),
           settings_.logPath.empty() ? "disabled" : settings_.logPath.c_str());
 
@@ -104,11 +107,7 @@ Runtime::Runtime(const EnvSource& env) : host_(hostName()) {
         WW_INFO(NCCL_INIT | NCCL_TUNING, "%s:%d: %s", p.file.c_str(), p.line, p.reason.c_str());
       else
         WW_WARN(NCCL_INIT | NCCL_TUNING, "%s:%d: %s (line skipped)", p.file.c_str(), p.line, p.reason.c_str());
-      log_->post({{"event", "config_problem"},
-                  {"file", p.file},
-                  {"line", p.line},
-                  {"reason", p.reason},
-                  {"warning", p.warningOnly}});
+      log_->post(logev::ConfigProblem{.file = p.file, .reason = p.reason, .line = p.line, .warning = p.warningOnly});
     }
   }
   sinks_->start();
@@ -130,7 +129,7 @@ void Runtime::startSampler(const EnvSource& env) {
     if (!collectors->cuptiAttributes()) launches_.reset();  // nobody drains it: profilers record nothing
     WW_INFO(NCCL_INIT | NCCL_NET, "link collectors every %lld ms: %s", static_cast<long long>(settings_.collectMs),
             collectors->statusLine().c_str());
-    log_->post({{"event", "collectors"}, {"period_ms", settings_.collectMs}, {"status", collectors->statusLine()}});
+    log_->post(logev::Collectors{.periodMs = settings_.collectMs, .status = collectors->statusLine()});
     const PostFn post = [this](nlohmann::json ev) { event(std::move(ev)); };
     SamplerOptions o;
     o.host = host_;
@@ -155,7 +154,7 @@ void Runtime::removeSink(EventSink* sink) { sinks_->remove(sink); }
 
 Runtime::~Runtime() {
   stopThread();
-  log_->post({{"event", "plugin_stop"}, {"log_dropped", log_->dropped()}});
+  log_->post(logev::PluginStop{.logDropped = log_->dropped()});
   // The parts go in reverse order of declaration; log_'s destructor then flushes and joins its writer.
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/sampler.h"
 
+#include "common/log_events.h"
 #include "control/wire.h"
 #include "runtime/link_notes.h"
 #include "runtime/log.h"
@@ -53,17 +54,18 @@ void Sampler::step(SteadyTime now) {
   if (RailSource source = options_.railSource ? options_.railSource() : nullptr) {
     std::vector<collectors::LinkHealth> rails = rails_.update(source(), stampNs(now));
     snap.links.insert(snap.links.end(), rails.begin(), rails.end());
-    for (nlohmann::json& ev : rails_.takeShifts()) {
-      ev["host"] = options_.host;
-      post_(std::move(ev));
+    for (const nlohmann::json& shift : rails_.takeShifts()) {
+      logev::RailShift ev = shift.get<logev::RailShift>();
+      ev.host = options_.host;
+      post_(ev);
     }
   }
-  nlohmann::json changed = nlohmann::json::array();
+  std::vector<logev::LinkEntry> changed;
   std::vector<adapt::LinkNote> notes;
   for (const auto& l : snap.links) {
     int st = static_cast<int>(l.state);
     auto [it, fresh] = states_.try_emplace(l.id, st);
-    if (fresh || it->second != st) changed.push_back(collectors::toJson(l));
+    if (fresh || it->second != st) changed.push_back(collectors::logEntry(l));
     it->second = st;
     if (l.state == collectors::LinkState::kUp) everUp_.insert(l.id);
     if (notes.size() >= control::kMaxReportLinks) continue;
@@ -73,15 +75,17 @@ void Sampler::step(SteadyTime now) {
     std::lock_guard<std::mutex> links(linksMu_);
     linkNotes_ = std::move(notes);
   }
+  // logev::LinkHealth has no "reason": the sampler is its only writer of one, so it adds the key here.
   if (!lastFull_ || now - *lastFull_ >= options_.fullEvery) {
-    nlohmann::json ev = collectors::toJson(snap);
+    nlohmann::json ev = collectors::logEvent(snap);
     ev["reason"] = "periodic";
     post_(std::move(ev));
     if (nlohmann::json k = collectors_->cuptiReport(); !k.is_null()) post_(std::move(k));
     lastFull_ = now;
   } else if (!changed.empty()) {
-    nlohmann::json ev = collectors::toJson(snap);
-    ev["links"] = std::move(changed);
+    logev::LinkHealth typed = collectors::logEvent(snap);
+    typed.links = std::move(changed);
+    nlohmann::json ev = typed;
     ev["reason"] = "changed";
     post_(std::move(ev));
   }
@@ -106,7 +110,7 @@ std::vector<collectors::LinkHealth> loadWiringLinks(const std::string& path, con
     return {};
   }
   for (const std::string& f : prior.flags) WW_WARN(NCCL_INIT, "wiring map %s: %s", path.c_str(), f.c_str());
-  post({{"event", "wiring_prior"}, {"file", path}, {"links", prior.links.size()}, {"flags", prior.flags}});
+  post(logev::WiringPrior{.file = path, .links = prior.links.size(), .flags = prior.flags});
   return std::move(prior.links);
 }
 

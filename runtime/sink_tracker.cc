@@ -4,6 +4,7 @@
 #include <string>
 
 #include "adaptive/types.h"
+#include "common/log_events.h"
 #include "control/member.h"
 #include "control/wire.h"
 
@@ -136,26 +137,27 @@ void SinkTracker::summarizeLocked(Tracked& t, int64_t intervalMs) {
   uint64_t orphan = c.orphanEvents - t.reported.orphanEvents;
   t.reported = c;
   if (rows.empty() && pool + ring + incomplete + orphan == 0) return;
-  nlohmann::json jr = nlohmann::json::array();
+  logev::Summary ev;
+  ev.comm = commIdHex(t.sink->commId());
+  ev.rank = t.sink->rank();
+  ev.intervalMs = intervalMs;
   for (const auto& r : rows) {
-    jr.push_back({{"coll", r.coll >= 0 ? std::string(collName(static_cast<CollType>(r.coll))) : "unknown"},
-                  {"bucket", r.bucket},
-                  {"min_bytes", r.bytesMin},
-                  {"max_bytes", r.bytesMax},
-                  {"algo", std::string(algoName(r.algo))},
-                  {"proto", std::string(protoName(r.proto))},
-                  {"channels", r.nChannels},
-                  {"count", r.count},
-                  {"p50_us", r.p50Us},
-                  {"p99_us", r.p99Us},
-                  {"busbw_gbs", r.busBwGBs}});
+    logev::SummaryRow row;
+    row.coll = r.coll >= 0 ? std::string(collName(static_cast<CollType>(r.coll))) : "unknown";
+    row.algo = std::string(algoName(r.algo));
+    row.proto = std::string(protoName(r.proto));
+    row.bucket = r.bucket;
+    row.channels = r.nChannels;
+    row.minBytes = r.bytesMin;
+    row.maxBytes = r.bytesMax;
+    row.count = r.count;
+    row.p50Us = r.p50Us;
+    row.p99Us = r.p99Us;
+    row.busBwGBs = r.busBwGBs;
+    ev.rows.push_back(std::move(row));
   }
-  post_({{"event", "summary"},
-         {"comm", commIdHex(t.sink->commId())},
-         {"rank", t.sink->rank()},
-         {"interval_ms", intervalMs},
-         {"rows", jr},
-         {"drops", {{"pool", pool}, {"ring", ring}, {"incomplete", incomplete}, {"orphan", orphan}}}});
+  ev.drops = {.pool = pool, .ring = ring, .incomplete = incomplete, .orphan = orphan};
+  post_(ev);
 }
 
 }  // namespace wirewise

@@ -11,6 +11,7 @@
 
 #include "adaptive/decision_table.h"
 #include "adaptive/table_json.h"
+#include "common/log_events.h"
 #include "control/boundary.h"
 #include "control/control_plane.h"
 #include "control/member.h"
@@ -166,13 +167,14 @@ void publish(Runtime& rt, TunerComm& c, std::shared_ptr<const DecisionTable> t, 
   c.table.store(t.get(), std::memory_order_release);
   char digest[24];
   std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(t->digest()));
-  rt.event({{"event", "table"},
-            {"comm", Runtime::hexId(c.commId)},
-            {"seq", c.calls.load(std::memory_order_relaxed)},
-            {"reason", t->reason()},
-            {"source", source},
-            {"digest", digest},
-            {"ranges", rangesJson(t->ranges())}});
+  logev::RankTable ev;
+  ev.comm = Runtime::hexId(c.commId);
+  ev.reason = t->reason();
+  ev.source = source;
+  ev.digest = digest;
+  ev.ranges = logRanges(t->ranges());
+  ev.seq = c.calls.load(std::memory_order_relaxed);
+  rt.event(ev);
 }
 
 }  // namespace
@@ -189,12 +191,12 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
     c->nNodes = args.nNodes;
     c->abi = args.abiVersion;
     c->mode = rt->settings().mode;
-    rt->event({{"event", "comm_init"},
-               {"comm", Runtime::hexId(c->commId)},
-               {"face", "tuner"},
-               {"abi", "tuner_v" + std::to_string(args.abiVersion)},
-               {"nranks", args.nRanks},
-               {"nnodes", args.nNodes}});
+    rt->event(logev::CommInit{.comm = Runtime::hexId(c->commId),
+                              .face = std::string(logev::faceName(logev::Face::Tuner)),
+                              .abi = "tuner_v" + std::to_string(args.abiVersion),
+                              .nRanks = static_cast<int64_t>(args.nRanks),
+                              .nNodes = static_cast<int64_t>(args.nNodes),
+                              .rank = std::nullopt});
 
     // The static table depends only on the shared config file and the comm's shape (nRanks, nNodes),
     // so every rank that reads the same file builds the same table.
@@ -269,13 +271,14 @@ ncclResult_t tunerFinalize(void* context) noexcept {
     RuntimeRef rt = RuntimeRef::acquire();
     if (c->member)
       if (control::ControlPlane* cp = rt->controlPlane()) cp->removeMember(c->member);
-    rt->event({{"event", "comm_finalize"},
-               {"comm", Runtime::hexId(c->commId)},
-               {"face", "tuner"},
-               {"collectives", c->calls.load()},
-               {"applied", c->applied.load()},
-               {"kept", c->kept.load()},
-               {"boundaries", c->nextIndex}});
+    logev::CommFinalize ev;
+    ev.comm = Runtime::hexId(c->commId);
+    ev.face = logev::faceName(logev::Face::Tuner);
+    ev.collectives = c->calls.load();
+    ev.applied = c->applied.load();
+    ev.kept = c->kept.load();
+    ev.boundaries = c->nextIndex;
+    rt->event(ev);
   } catch (...) {
   }
   delete c;
