@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -72,6 +73,10 @@ TEST(CollectorsWiring, TheFirstFullSnapshotIsPeriodicAtAnyUptime) {
     h.sampler->step(t0);
     ASSERT_EQ(h.linkHealth("periodic").size(), 1u);
     EXPECT_EQ(h.linkHealth("changed").size(), 0u);
+    std::set<std::string> keys;
+    for (auto it = h.events[0].begin(); it != h.events[0].end(); ++it) keys.insert(it.key());
+    EXPECT_EQ(keys, (std::set<std::string>{"event", "time_ns", "passes", "links", "sources", "reason"}));
+    EXPECT_EQ(h.events[0].value("time_ns", int64_t{-1}), stampNs(t0));
     h.sampler->step(t0 + 1s);
     h.sampler->step(t0 + 1h - 1ms);
     EXPECT_EQ(h.linkHealth("periodic").size(), 1u);  // nothing changed, the period has not passed

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
 #include <vector>
 
 #include "tests/runtime/sampler_harness.h"
@@ -21,6 +23,12 @@ void runCollectives(EventSink& sink, uint64_t firstSeq, int n) {
     ASSERT_TRUE(testing::runChannel(sink, c, 0, 1000, 51000));  // 50 us
     sink.stop(c);
   }
+}
+
+std::set<std::string> keys(const nlohmann::json& o) {
+  std::set<std::string> out;
+  for (auto it = o.begin(); it != o.end(); ++it) out.insert(it.key());
+  return out;
 }
 
 std::vector<nlohmann::json> summaries(const std::vector<nlohmann::json>& events) {
@@ -49,6 +57,12 @@ TEST(SinkTracker, SummariesComeEveryPeriodFromTheTrackersStart) {
     EXPECT_EQ(s[0].value("rank", -1), 3);
     ASSERT_EQ(s[0]["rows"].size(), 1u);
     EXPECT_EQ(s[0]["rows"][0].value("count", 0), 5);
+    // The schema as docs/adaptation-log.md gives it, key for key.
+    EXPECT_EQ(keys(s[0]), (std::set<std::string>{"event", "comm", "rank", "interval_ms", "rows", "drops"}));
+    EXPECT_EQ(keys(s[0]["rows"][0]), (std::set<std::string>{"coll", "bucket", "min_bytes", "max_bytes", "algo", "proto",
+                                                             "channels", "count", "p50_us", "p99_us", "busbw_gbs"}));
+    EXPECT_EQ(keys(s[0]["drops"]), (std::set<std::string>{"pool", "ring", "incomplete", "orphan"}));
+    EXPECT_EQ(s[0].value("comm", ""), "0x00000000000000ab");
     tracker.step(t0 + 20s);
     EXPECT_EQ(summaries(events).size(), 1u);  // nothing new: no summary
     runCollectives(sink, 5, 2);
