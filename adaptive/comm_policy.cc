@@ -28,8 +28,8 @@ constexpr int kMaxOutstanding = 2;   // probes of one bucket in flight (results 
 constexpr uint64_t kProbeTimeout = 4;  // verdicts after which an unmeasured probe is given up (or retried)
 
 std::string decisionName(const Decision& d) {
-  if (d.keepsNccl()) return "nccl";
-  return std::string(algoName(d.algo)) + "/" + std::string(protoName(d.proto)) + "/" + std::to_string(d.nChannels);
+  if (d.keepsNccl()) return std::string(logev::kNcclDecision);
+  return logev::formatDecision(algoName(d.algo), protoName(d.proto), d.nChannels);
 }
 
 TableRule ruleFor(int coll, int bucket, Decision d) {
@@ -172,8 +172,8 @@ double CommPolicy::busBw(const Bucket& b, double us) const {
                                 static_cast<int>(nRanks_)));
 }
 
-nlohmann::json CommPolicy::linksJson() const {
-  nlohmann::json out = nlohmann::json::array();
+std::vector<std::string> CommPolicy::linkNotes() const {
+  std::vector<std::string> out;
   for (const auto& [name, l] : links_) {
     char buf[224];
     int n = std::snprintf(buf, sizeof buf, "%s %s, %.0f%% of its speed%s", name.c_str(),
@@ -190,26 +190,42 @@ nlohmann::json CommPolicy::linksJson() const {
   return out;
 }
 
-nlohmann::json CommPolicy::bucketFields(const Bucket& b) const {
+logev::Adapt CommPolicy::adaptFor(const Bucket& b, logev::AdaptKind kind) const {
   TableRule r = ruleFor(b.coll, b.bucket, {});
-  return {{"coll", std::string(collName(static_cast<CollType>(b.coll)))},
-          {"min_bytes", r.minBytes},
-          {"max_bytes", r.maxBytes}};
+  logev::Adapt ev;
+  ev.kind = std::string(logev::adaptKindName(kind));
+  ev.coll = std::string(collName(static_cast<CollType>(b.coll)));
+  ev.minBytes = r.minBytes;
+  ev.maxBytes = r.maxBytes;
+  return ev;
 }
 
-void CommPolicy::emit(nlohmann::json ev, uint64_t index, uint64_t boundary) const {
+logev::Detector CommPolicy::detectorOf(const Bucket& b) const {
+  return {std::round(b.alarmStat * 1000) / 1000, b.det.params().threshold,
+          b.shift == Shift::Slower ? "slower" : "faster"};
+}
+
+void CommPolicy::emit(logev::Adapt ev, uint64_t index, uint64_t boundary) const {
   if (!emit_) return;
-  ev["comm"] = hexId(commId_);
-  ev["index"] = index;
-  ev["boundary"] = boundary;
-  emit_(std::move(ev));
+  ev.comm = hexId(commId_);
+  ev.index = index;
+  ev.boundary = boundary;
+  emit_(nlohmann::json(ev));
+}
+
+void CommPolicy::emit(logev::CoordinatorTable ev, uint64_t index, uint64_t boundary) const {
+  if (!emit_) return;
+  ev.comm = hexId(commId_);
+  ev.index = index;
+  ev.boundary = boundary;
+  emit_(nlohmann::json(ev));
 }
 
 // Latency or bandwidth (cause.h): every bucket of the collective with a calibrated time and a fresh one.
 // A watched bucket compares its detector's baseline with its latest observation, if made within
 // kCauseFresh verdicts (an older one may predate the change and read as unchanged);
 // a bucket in a re-probe episode compares the time before its alarm with its incumbent's estimate since.
-nlohmann::json CommPolicy::causeJson(int coll, uint64_t index) const {
+std::optional<logev::Cause> CommPolicy::causeOf(int coll, uint64_t index) const {
   constexpr uint64_t kCauseFresh = 2;
   std::vector<BucketDelta> deltas;
   for (const auto& [key, b] : buckets_) {
@@ -224,15 +240,17 @@ nlohmann::json CommPolicy::causeJson(int coll, uint64_t index) const {
     }
   }
   const Cause c = inferCause(deltas);
-  if (c.kind == CauseKind::None) return nullptr;
-  return {{"kind", std::string(causeName(c.kind))},
-          {"latency_us", round1(c.latencyUs)},
-          {"sizes", c.sizes},
-          {"text", explainCause(c, collName(static_cast<CollType>(coll)))}};
+  if (c.kind == CauseKind::None) return std::nullopt;
+  logev::Cause out;
+  out.kind = std::string(causeName(c.kind));
+  out.latencyUs = round1(c.latencyUs);
+  out.sizes = c.sizes;
+  out.text = explainCause(c, collName(static_cast<CollType>(coll)));
+  return out;
 }
 
 void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
-  const nlohmann::json cause = causeJson(b.coll, index);  // before this bucket leaves Steady
+  const std::optional<logev::Cause> cause = causeOf(b.coll, index);  // before this bucket leaves Steady
   const Choice inc = *b.ran;
   b.beforeLog = b.det.baseline();  // the estimate itself has already followed the change
   const double now = b.lastObsLog;
@@ -272,33 +290,24 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
     if (static_cast<int>(b.queue.size()) >= p_.maxReprobes) break;
     b.queue.push_back(toDecision(c));
   }
-  const DetectorParams& d = b.det.params();
-  nlohmann::json ev = bucketFields(b);
+  logev::Adapt ev = adaptFor(b, logev::AdaptKind::Alarm);
   double pct = (std::exp(now - b.beforeLog) - 1) * 100;
-  ev.update({{"event", "adapt"},
-             {"kind", "alarm"},
-             {"from", decisionName(b.incumbent)},
-             {"to", decisionName(b.incumbent)},
-             {"before_us", round1(std::exp(b.beforeLog))},
-             {"after_us", round1(std::exp(now))},
-             {"before_busbw_gbs", busBw(b, std::exp(b.beforeLog))},
-             {"after_busbw_gbs", busBw(b, std::exp(now))},
-             {"detector",
-              {{"statistic", std::round(b.alarmStat * 1000) / 1000},
-               {"threshold", d.threshold},
-               {"shift", b.shift == Shift::Slower ? "slower" : "faster"}}},
-             {"probes", b.queue.size()},
-             {"links", linksJson()},
-             {"suspected", b.suspected},
-             {"reason", percentText(pct) + (pct >= 0 ? " slower" : " faster") + " than its baseline" +
-                            (b.suspected ? " while a link turned unhealthy" : "") + "; " +
-                            (cause.is_null() ? std::string() : cause["text"].get<std::string>() + "; ") +
-                            (b.quick ? "the same state as at verdict " + std::to_string(b.matchedIndex) +
-                                           "; re-measuring its winner only"
-                                     : "re-measuring " + std::to_string(b.queue.size()) +
-                                           " candidates predicted within " +
-                                           percentText((p_.closeFactor - 1) * 100) + " of it")}});
-  if (!cause.is_null()) ev["cause"] = cause;
+  ev.from = ev.to = decisionName(b.incumbent);
+  ev.beforeUs = round1(std::exp(b.beforeLog));
+  ev.afterUs = round1(std::exp(now));
+  ev.beforeBusBwGBs = busBw(b, std::exp(b.beforeLog));
+  ev.afterBusBwGBs = busBw(b, std::exp(now));
+  ev.detector = detectorOf(b);
+  ev.probes = b.queue.size();
+  ev.links = linkNotes();
+  ev.suspected = b.suspected;
+  ev.reason = percentText(pct) + (pct >= 0 ? " slower" : " faster") + " than its baseline" +
+              (b.suspected ? " while a link turned unhealthy" : "") + "; " + (cause ? cause->text + "; " : "") +
+              (b.quick ? "the same state as at verdict " + std::to_string(b.matchedIndex) +
+                             "; re-measuring its winner only"
+                       : "re-measuring " + std::to_string(b.queue.size()) + " candidates predicted within " +
+                             percentText((p_.closeFactor - 1) * 100) + " of it");
+  ev.cause = cause;
   emit(std::move(ev), index, boundary);
   b.suspected = false;
 }
@@ -312,20 +321,18 @@ void CommPolicy::provisionalSwitch(Bucket& b, uint64_t index, uint64_t boundary)
   if (!best || best->first == *b.ran || inc == b.est.end() || inc->second.epoch != b.epoch) return;
   if (best->second.logUs > inc->second.logUs + std::log(kClearWin)) return;
   Decision next = (b.nccl && best->first == *b.nccl) ? Decision{} : toDecision(best->first);
-  nlohmann::json ev = bucketFields(b);
-  ev.update({{"event", "adapt"},
-             {"kind", "commit"},
-             {"provisional", true},
-             {"from", decisionName(b.incumbent)},
-             {"to", decisionName(next)},
-             {"before_us", round1(std::exp(inc->second.logUs))},
-             {"after_us", round1(std::exp(best->second.logUs))},
-             {"before_busbw_gbs", busBw(b, std::exp(inc->second.logUs))},
-             {"after_busbw_gbs", busBw(b, std::exp(best->second.logUs))},
-             {"links", linksJson()},
-             {"reason", choiceName(best->first) + " measured " +
-                            percentText((1 - std::exp(best->second.logUs - inc->second.logUs)) * 100) +
-                            " faster: adopted now, still measuring"}});
+  logev::Adapt ev = adaptFor(b, logev::AdaptKind::Commit);
+  ev.provisional = true;
+  ev.from = decisionName(b.incumbent);
+  ev.to = decisionName(next);
+  ev.beforeUs = round1(std::exp(inc->second.logUs));
+  ev.afterUs = round1(std::exp(best->second.logUs));
+  ev.beforeBusBwGBs = busBw(b, std::exp(inc->second.logUs));
+  ev.afterBusBwGBs = busBw(b, std::exp(best->second.logUs));
+  ev.links = linkNotes();
+  ev.reason = choiceName(best->first) + " measured " +
+              percentText((1 - std::exp(best->second.logUs - inc->second.logUs)) * 100) +
+              " faster: adopted now, still measuring";
   emit(std::move(ev), index, boundary);
   b.incumbent = next;
   b.ran = best->first;
@@ -348,7 +355,7 @@ bool CommPolicy::needsConfirmation(Bucket& b) {
 
 void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   // After a re-probe episode, the inference again on settled times: the alarm's may straddle the change.
-  const nlohmann::json cause = b.calibrated ? causeJson(b.coll, index) : nlohmann::json();
+  const std::optional<logev::Cause> cause = b.calibrated ? causeOf(b.coll, index) : std::nullopt;
   b.phase = Phase::Steady;
   b.queue.clear();
   b.pending.clear();
@@ -369,9 +376,12 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   }
   const Decision from = b.startDecision;
   const Choice startRan = b.startRan ? *b.startRan : *b.ran;
-  std::string kind = episode ? "hold" : "calibrated";
+  using logev::AdaptKind;
+  AdaptKind kind = episode ? AdaptKind::Hold : AdaptKind::Calibrated;
   if (episode && *b.ran != startRan) {
-    kind = (b.former && *b.ran == *b.former) ? "recover" : b.incumbent.keepsNccl() ? "revert" : "commit";
+    kind = (b.former && *b.ran == *b.former) ? AdaptKind::Recover
+           : b.incumbent.keepsNccl()         ? AdaptKind::Revert
+                                             : AdaptKind::Commit;
     b.former = startRan;
   }
   auto startEst = b.est.find(startRan);
@@ -390,27 +400,27 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   b.det.reset();
   b.calibrated = true;
 
-  nlohmann::json cands = nlohmann::json::array();
+  std::vector<logev::Candidate> cands;
   std::vector<std::pair<double, Choice>> sorted;
   for (const auto& [c, s] : b.est)
     if (s.epoch == b.epoch && s.n > 0) sorted.push_back({s.logUs, c});
   std::sort(sorted.begin(), sorted.end());
-  for (const auto& [l, c] : sorted) cands.push_back({{"decision", choiceName(c)}, {"us", round1(std::exp(l))}});
-  nlohmann::json ev = bucketFields(b);
+  for (const auto& [l, c] : sorted) cands.push_back({choiceName(c), round1(std::exp(l))});
+  logev::Adapt ev = adaptFor(b, kind);
   std::string fromName = decisionName(from);
   const std::string toName = decisionName(b.incumbent);
   std::string reason;
   double gain = (1 - std::exp(afterLog - startLog)) * 100;
-  if (kind == "calibrated")
+  if (kind == AdaptKind::Calibrated)
     reason = from == b.incumbent ? "calibration measured " + std::to_string(sorted.size()) +
                                        " candidates; NCCL's own choice is best"
                                  : "calibration measured " + std::to_string(sorted.size()) + " candidates; " +
                                        choiceName(*b.ran) + " is " + percentText(gain) + " faster than NCCL's " +
                                        (b.nccl ? choiceName(*b.nccl) : std::string("choice"));
-  else if (kind == "hold" && b.quick)
+  else if (kind == AdaptKind::Hold && b.quick)
     reason = "the same state as at verdict " + std::to_string(b.matchedIndex) + ", where " + choiceName(*b.ran) +
              (sorted.size() > 1 ? " won; re-measured, it still does: kept" : " won: kept without probing");
-  else if (kind == "hold")
+  else if (kind == AdaptKind::Hold)
     reason = "re-measured " + std::to_string(sorted.size()) + " candidates; none beats the incumbent by " +
              percentText(p_.switchGain * 100) + ": kept";
   else
@@ -419,26 +429,21 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   if (b.rankedBy && *b.ran != startRan && b.ran->nChannels != b.rankedBy->channels &&
       b.ran->nChannels <= b.rankedBy->channels)
     reason += "; " + explainChannels(*b.rankedBy, b.ran->nChannels);
-  if (!cause.is_null()) reason += "; " + cause["text"].get<std::string>();
+  if (cause) reason += "; " + cause->text;
   b.rankedBy.reset();
-  ev.update({{"event", "adapt"},
-             {"kind", kind},
-             {"from", fromName},
-             {"to", toName},
-             {"before_us", round1(std::exp(beforeLog))},
-             {"after_us", round1(std::exp(afterLog))},
-             {"before_busbw_gbs", busBw(b, std::exp(beforeLog))},
-             {"after_busbw_gbs", busBw(b, std::exp(afterLog))},
-             {"candidates", cands},
-             {"explored_us", round1(b.spentUs)},
-             {"links", linksJson()},
-             {"reason", reason}});
-  if (b.nccl) ev["from_nccl"] = choiceName(*b.nccl);
-  if (!cause.is_null()) ev["cause"] = cause;
-  if (episode)
-    ev["detector"] = {{"statistic", std::round(b.alarmStat * 1000) / 1000},
-                      {"threshold", b.det.params().threshold},
-                      {"shift", b.shift == Shift::Slower ? "slower" : "faster"}};
+  ev.from = fromName;
+  ev.to = toName;
+  ev.beforeUs = round1(std::exp(beforeLog));
+  ev.afterUs = round1(std::exp(afterLog));
+  ev.beforeBusBwGBs = busBw(b, std::exp(beforeLog));
+  ev.afterBusBwGBs = busBw(b, std::exp(afterLog));
+  ev.candidates = std::move(cands);
+  ev.exploredUs = round1(b.spentUs);
+  ev.links = linkNotes();
+  ev.reason = reason;
+  if (b.nccl) ev.fromNccl = choiceName(*b.nccl);
+  ev.cause = cause;
+  if (episode) ev.detector = detectorOf(b);
   b.shift = Shift::None;
   b.spentUs = 0;
   emit(std::move(ev), index, boundary);
@@ -475,17 +480,14 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
         // Over budget: keep the incumbent; the detector keeps watching. Said once per budget shortage.
         if (!b.deferred) {
           b.deferred = true;
-          nlohmann::json ev = bucketFields(b);
-          ev.update({{"event", "adapt"},
-                     {"kind", "deferred"},
-                     {"from", decisionName(b.incumbent)},
-                     {"to", decisionName(b.incumbent)},
-                     {"before_us", round1(std::exp(b.det.baseline()))},
-                     {"after_us", round1(std::exp(b.lastObsLog))},
-                     {"links", linksJson()},
-                     {"reason", "a change was detected but the exploration budget is spent (" +
-                                    std::to_string(static_cast<long long>(exploredUs_)) + " µs explored, " +
-                                    percentText(p_.exploreShare * 100) + " of the comm's time allowed); kept"}});
+          logev::Adapt ev = adaptFor(b, logev::AdaptKind::Deferred);
+          ev.from = ev.to = decisionName(b.incumbent);
+          ev.beforeUs = round1(std::exp(b.det.baseline()));
+          ev.afterUs = round1(std::exp(b.lastObsLog));
+          ev.links = linkNotes();
+          ev.reason = "a change was detected but the exploration budget is spent (" +
+                      std::to_string(static_cast<long long>(exploredUs_)) + " µs explored, " +
+                      percentText(p_.exploreShare * 100) + " of the comm's time allowed); kept";
           emit(std::move(ev), index, boundary);
         }
         b.shift = Shift::None;
@@ -640,20 +642,16 @@ PolicyStep CommPolicy::decide(uint64_t index, uint64_t boundary, uint64_t spacin
     auto table = DecisionTable::build(out.rules, out.reason);
     char digest[24];
     std::snprintf(digest, sizeof digest, "%016" PRIx64, table->digest());
-    nlohmann::json probes = nlohmann::json::array();
-    for (const ProbeRange& p : out.probes) probes.push_back(rangesJson(std::span<const TableRule>(&p.rule, 1))[0]);
-    std::vector<TableRule> ranges = table->ranges();
-    emit({{"event", "table"},
-          {"source", "coordinator"},
-          {"next", boundary + out.spacing},
-          {"probe", !out.probes.empty()},
-          {"probes", probes},
-          {"reason", out.reason},
-          {"digest", digest},
-          {"explored_us", round1(exploredUs_)},
-          {"measured_us", round1(totalUs_)},
-          {"ranges", rangesJson(ranges)}},
-         index, boundary);
+    logev::CoordinatorTable ev;
+    for (const ProbeRange& p : out.probes) ev.probes.push_back(logRange(p.rule));
+    ev.next = boundary + out.spacing;
+    ev.probe = !out.probes.empty();
+    ev.reason = out.reason;
+    ev.digest = digest;
+    ev.exploredUs = round1(exploredUs_);
+    ev.measuredUs = round1(totalUs_);
+    ev.ranges = logRanges(table->ranges());
+    emit(std::move(ev), index, boundary);
     lastRules_ = out.rules;
   }
   return out;

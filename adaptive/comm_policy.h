@@ -28,6 +28,7 @@
 #include "adaptive/evidence.h"
 #include "adaptive/planner.h"
 #include "adaptive/policy_params.h"
+#include "common/log_events.h"
 
 namespace wirewise::adapt {
 
@@ -135,11 +136,14 @@ class CommPolicy {
   bool queueChannels(Bucket& b, int8_t algo, int8_t proto);
   bool matchesPending(const Bucket& b, Choice c) const;
   uint64_t probeLength(const Bucket& b, uint64_t spacing) const;
-  void emit(nlohmann::json ev, uint64_t index, uint64_t boundary) const;
-  nlohmann::json bucketFields(const Bucket& b) const;
-  nlohmann::json linksJson() const;
-  // The latency-or-bandwidth inference (cause.h) over `coll`'s buckets at an alarm; null without attribution.
-  nlohmann::json causeJson(int coll, uint64_t index) const;
+  // Events are built as typed structs (common/log_events.h); they become JSON only here, on their way out.
+  void emit(logev::Adapt ev, uint64_t index, uint64_t boundary) const;
+  void emit(logev::CoordinatorTable ev, uint64_t index, uint64_t boundary) const;
+  logev::Adapt adaptFor(const Bucket& b, logev::AdaptKind kind) const;  // the bucket's range and the kind
+  logev::Detector detectorOf(const Bucket& b) const;
+  std::vector<std::string> linkNotes() const;
+  // The latency-or-bandwidth inference (cause.h) over `coll`'s buckets at an alarm; none without attribution.
+  std::optional<logev::Cause> causeOf(int coll, uint64_t index) const;
   double busBw(const Bucket& b, double us) const;
 
   uint64_t commId_;

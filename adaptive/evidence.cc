@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "adaptive/buckets.h"
+#include "common/log_events.h"
 
 namespace wirewise::adapt {
 
@@ -14,9 +15,7 @@ Decision toDecision(Choice c) {
   return {c.algo, c.proto, static_cast<int8_t>(std::min<int>(c.nChannels, kMaxChannels))};
 }
 
-std::string choiceName(Choice c) {
-  return std::string(algoName(c.algo)) + "/" + std::string(protoName(c.proto)) + "/" + std::to_string(c.nChannels);
-}
+std::string choiceName(Choice c) { return logev::formatDecision(algoName(c.algo), protoName(c.proto), c.nChannels); }
 
 std::vector<Observation> mergeInterval(std::span<const MemberEvidence> members, MergeStats* stats) {
   struct Coll {

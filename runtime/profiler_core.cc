@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 
+#include "common/log_events.h"
 #include "common/units.h"
 #include "runtime/log.h"
 #include "runtime/runtime.h"
@@ -55,14 +56,10 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
   if (context == nullptr) return ncclSuccess;
   *context = nullptr;
   log::setLogger(args.logger);
-  Runtime* rt = nullptr;
   try {
-    rt = Runtime::acquire();
-    if (rt->settings().mode == Mode::Off) {
-      // NCCL 2.28.9 finalizes only non-null contexts, so hold no reference for this comm.
-      Runtime::release();
-      return ncclSuccess;
-    }
+    RuntimeRef rt = RuntimeRef::acquire();  // released on the way out unless the comm keeps it
+    // NCCL 2.28.9 finalizes only non-null contexts, so hold no reference for this comm.
+    if (rt->settings().mode == Mode::Off) return ncclSuccess;
     gPid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
     const bool netPaths = rt->settings().netPaths;
     // KernelLaunch exists from v5 on; the ring exists only while the CUPTI collector drains it.
@@ -75,21 +72,19 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
     const int want = static_cast<int>(profilerActivationMask(netPaths, launchRing != nullptr));
     if (args.activationMask != nullptr && __atomic_load_n(args.activationMask, __ATOMIC_RELAXED) != want)
       __atomic_store_n(args.activationMask, want, __ATOMIC_RELAXED);
-    rt->event({{"event", "comm_init"},
-               {"comm", hexId(args.commId)},
-               {"face", "profiler"},
-               {"abi", "profiler_v" + std::to_string(args.abiVersion)},
-               {"nranks", args.nRanks},
-               {"nnodes", args.nNodes},
-               {"rank", args.rank}});
+    rt->event(logev::CommInit{.comm = hexId(args.commId),
+                              .face = std::string(logev::faceName(logev::Face::Profiler)),
+                              .abi = "profiler_v" + std::to_string(args.abiVersion),
+                              .nRanks = args.nRanks,
+                              .nNodes = args.nNodes,
+                              .rank = args.rank});
     rt->addSink(&comm->events, comm->proxy.get());
     *context = comm.release();
+    rt.keep();  // the comm's reference, given back at finalize
   } catch (const std::exception& e) {
     WW_WARN(NCCL_INIT | NCCL_PROFILE, "profiler init failed (%s); continuing without measurements", e.what());
-    if (rt != nullptr) Runtime::release();
   } catch (...) {
     WW_WARN(NCCL_INIT | NCCL_PROFILE, "profiler init failed; continuing without measurements");
-    if (rt != nullptr) Runtime::release();
   }
   return ncclSuccess;
 }
@@ -140,21 +135,21 @@ void profilerRecordState(void* handle, int state, uint64_t arg) noexcept {
 ncclResult_t profilerFinalize(void* context) noexcept {
   auto* comm = static_cast<CommProfiler*>(context);
   if (comm == nullptr) return ncclSuccess;
+  RuntimeRef atInit = RuntimeRef::adopt();  // the reference taken at init: released last, after the comm goes
   try {
-    Runtime* rt = Runtime::acquire();
+    RuntimeRef rt = RuntimeRef::acquire();
     rt->removeSink(&comm->events);
     SinkCounters c = comm->events.counters();
-    rt->event({{"event", "comm_finalize"},
-               {"comm", hexId(comm->events.commId())},
-               {"face", "profiler"},
-               {"rank", comm->events.rank()},
-               {"collectives", c.collsStarted},
-               {"samples", c.samplesEmitted}});
-    Runtime::release();
+    logev::CommFinalize ev;
+    ev.comm = hexId(comm->events.commId());
+    ev.face = logev::faceName(logev::Face::Profiler);
+    ev.collectives = c.collsStarted;
+    ev.rank = comm->events.rank();
+    ev.samples = c.samplesEmitted;
+    rt->event(ev);
   } catch (...) {
   }
   delete comm;
-  Runtime::release();
   return ncclSuccess;
 }
 

@@ -1,50 +1,43 @@
-// The process-wide runtime: settings (read once), the parsed static configuration, the adaptation
-// log, and the background thread that drains profiler sinks into summaries.
+// The process-wide runtime: settings (read once), the parsed static configuration, the adaptation log,
+// and the parts that run beside NCCL — the sink tracker (profiler samples into summaries), the link
+// sampler, and the control-plane wiring. Each part is its own file; this one owns their lifetime.
 //
-// Created by the first tuner or profiler init of the process and destroyed after the last finalize.
-// NCCL 2.28 may never dlclose the tuner (and may never finalize a comm at exit), so a library
-// destructor also stops the thread if the runtime is still alive at unload or exit.
-// Nothing here is touched by getCollInfo or the profiler callbacks.
+// Created by the first tuner or profiler init of the process and destroyed after the last finalize; the
+// faces hold their reference through a RuntimeRef. NCCL 2.28 may never dlclose the tuner (and may never
+// finalize a comm at exit), so a library destructor also stops the threads if the runtime is still alive
+// at unload or exit. Nothing here is touched by getCollInfo or the profiler callbacks.
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "adaptive/config.h"
 #include "adaptive/evidence_types.h"
+#include "runtime/sampler.h"
 #include "common/settings.h"
 #include "telemetry/adaptation_log.h"
-#include "telemetry/collectors/link_health.h"
-#include "telemetry/aggregator.h"
 #include "telemetry/event_sink.h"
-#include "telemetry/net_paths.h"
 
 namespace wirewise {
 
+class ControlWiring;
 class LaunchRing;
-namespace collectors {
-class CollectorSet;
-}
+class ProxySink;
+class SinkTracker;
 namespace control {
 class ControlPlane;
-class Member;
-struct Report;
 }
 
 class Runtime {
  public:
-  // Takes a reference, creating the runtime on first use. env is used only when it is created.
+  // Takes a reference, creating the runtime on first use. env is used only when it is created. The faces
+  // use RuntimeRef, which releases for them.
   static Runtime* acquire(const EnvSource& env = processEnv());
-  // Drops a reference; the last one destroys the runtime (joins its thread, flushes the log).
+  // Drops a reference; the last one destroys the runtime (joins its threads, flushes the log).
   static void release();
   // For tests and the CLI: number of live references (0 when no runtime exists).
   static int references();
@@ -52,11 +45,11 @@ class Runtime {
   const Settings& settings() const { return settings_; }
   const ParsedConfig& config() const { return config_; }
   const std::string& host() const { return host_; }
-  void event(nlohmann::json ev) { log_.post(std::move(ev)); }
-  void flushLog() { log_.flush(); }
+  void event(nlohmann::json ev) { log_->post(std::move(ev)); }
+  void flushLog() { log_->flush(); }
 
-  // Profiler sinks whose samples the background thread aggregates into "summary" events, and the
-  // comm's network paths (may be null) it reports as "net_paths" events.
+  // Profiler sinks whose samples the sink tracker aggregates into "summary" events, and the comm's
+  // network paths (may be null) it reports as "net_paths" events.
   void addSink(EventSink* sink, const ProxySink* proxy = nullptr);
   // Final drain and summary for this sink, then forgets it; the caller may delete it afterwards.
   void removeSink(EventSink* sink);
@@ -67,76 +60,61 @@ class Runtime {
 
   // The net plugin's open send comms, one reading per rail (net/rail_registry.h installs its reader at the
   // first connect; tests inject theirs). Called on the sampler thread only; null: no rails.
-  using RailSource = std::vector<collectors::RailReading> (*)();
+  using RailSource = wirewise::RailSource;
   static void setRailSource(RailSource source);
   // This host's unhealthy links as of the last sampler pass: what the next boundary report carries.
   std::vector<adapt::LinkNote> linkNotes();
+  // The link sampler, null when WIREWISE_COLLECT_MS is 0, the mode is off or the collectors failed to start.
+  const Sampler* sampler() const { return sampler_.get(); }
 
-  // The control plane (docs/control-plane.md), started by the first call: its Boost.Asio I/O thread, its
-  // client and, if this process binds the rendezvous address first, the coordinator. Null when
-  // WIREWISE_SYNC is off. Thread-safe; never called from getCollInfo.
+  // The control plane (docs/control-plane.md), started by the first call. Null when WIREWISE_SYNC is
+  // off. Thread-safe; never called from getCollInfo.
   control::ControlPlane* controlPlane();
 
   ~Runtime();
-  void stopThread();  // idempotent
+  void stopThread();  // stops every thread; idempotent
 
  private:
   explicit Runtime(const EnvSource& env);
-  void run();
-  struct Tracked {
-    EventSink* sink;
-    Aggregator agg;
-    SinkCounters reported;
-    // Samples waiting for the control-plane report of the member paired with this sink (sync only).
-    std::deque<CollSample> forReport;
-    const void* member = nullptr;
-    uint64_t reportDropped = 0;
-    const ProxySink* proxy = nullptr;
-    NetPathsReporter paths;
-  };
-  // I/O thread: the member's evidence since its last report (docs/policy.md, "Evidence").
-  void fillReport(control::Member& m, control::Report* r);
-  void drainLocked(Tracked& t);
-  void summarizeLocked(Tracked& t, int64_t intervalMs);
+  void startSampler(const EnvSource& env);
 
   Settings settings_;
   std::string host_;
   ParsedConfig config_;
-  AdaptationLog log_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::vector<std::unique_ptr<Tracked>> sinks_;
-  bool keepForReports_ = false;  // sync on and apply mode: samples also go to the coordinator
-  std::chrono::steady_clock::time_point lastSummary_;
-  std::thread thread_;
+  // Declared in lifetime order: the parts post to the log, so it is destroyed after them; launches_
+  // outlives the CUPTI collector that the sampler owns.
+  std::unique_ptr<AdaptationLog> log_;
+  std::unique_ptr<SinkTracker> sinks_;
+  std::unique_ptr<ControlWiring> control_;
+  std::unique_ptr<LaunchRing> launches_;
+  std::unique_ptr<Sampler> sampler_;
+};
 
-  // Resolved when the runtime starts (the environment is read only then); used at the first controlPlane().
-  std::string rvHost_, rvSource_;
-  uint16_t rvPort_ = 0;
-  std::vector<uint8_t> jobKey_;
-  std::string jobKeySource_;
-  std::mutex controlMu_;
-  bool controlStarted_ = false;
-  std::unique_ptr<control::ControlPlane> control_;
+// One reference to the runtime, released when it goes: init paths that fail on the way release without
+// saying so. keep() hands the reference to the comm's context, which gives it back at finalize with adopt().
+class RuntimeRef {
+ public:
+  RuntimeRef() = default;
+  static RuntimeRef acquire(const EnvSource& env = processEnv());
+  // The reference a comm has held since its init (kept with keep()): released when this goes.
+  static RuntimeRef adopt();
+  ~RuntimeRef() { reset(); }
+  RuntimeRef(RuntimeRef&& o) noexcept : rt_(o.rt_), owns_(o.owns_) { o.rt_ = nullptr, o.owns_ = false; }
+  RuntimeRef& operator=(RuntimeRef&& o) noexcept;
+  RuntimeRef(const RuntimeRef&) = delete;
+  RuntimeRef& operator=(const RuntimeRef&) = delete;
 
-  // Link collectors (docs/telemetry.md) on their own sampler thread: a pass may block on sysfs or NVML
-  // for milliseconds, which must never delay draining the profiler sinks.
-  void sampleLoop();
-  std::unique_ptr<LaunchRing> launches_;  // declared before collectors_: it outlives the CUPTI collector
-  std::unique_ptr<collectors::CollectorSet> collectors_;
-  std::mutex samplerMu_;
-  std::condition_variable samplerCv_;
-  bool samplerStop_ = false;
-  std::thread sampler_;
-  // This host's unhealthy links as of the last pass, for the coordinator (fillReport).
-  std::mutex linksMu_;
-  std::vector<adapt::LinkNote> linkNotes_;
-  // The net plugin's rails (RailTracker, docs/telemetry.md "Rails"): sampler thread only.
-  collectors::RailTracker rails_;
-  // WIREWISE_WIRING's GPU pairs (docs/wiring.md), read once at start: they join every pass's links.
-  std::vector<collectors::LinkHealth> wiringPrior_;
-  void loadWiring();
+  Runtime* get() const { return rt_; }
+  Runtime* operator->() const { return rt_; }
+  Runtime& operator*() const { return *rt_; }
+  explicit operator bool() const { return rt_ != nullptr; }
+  // The reference stays taken, now held by the caller's context until its finalize adopts it.
+  Runtime* keep();
+  void reset();  // releases now
+
+ private:
+  Runtime* rt_ = nullptr;
+  bool owns_ = false;
 };
 
 }  // namespace wirewise

@@ -11,6 +11,7 @@
 
 #include "adaptive/decision_table.h"
 #include "adaptive/table_json.h"
+#include "common/log_events.h"
 #include "common/units.h"
 #include "control/boundary.h"
 #include "control/control_plane.h"
@@ -167,13 +168,14 @@ void publish(Runtime& rt, TunerComm& c, std::shared_ptr<const DecisionTable> t, 
   c.table.store(t.get(), std::memory_order_release);
   char digest[24];
   std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(t->digest()));
-  rt.event({{"event", "table"},
-            {"comm", hexId(c.commId)},
-            {"seq", c.calls.load(std::memory_order_relaxed)},
-            {"reason", t->reason()},
-            {"source", source},
-            {"digest", digest},
-            {"ranges", rangesJson(t->ranges())}});
+  logev::RankTable ev;
+  ev.comm = hexId(c.commId);
+  ev.reason = t->reason();
+  ev.source = source;
+  ev.digest = digest;
+  ev.ranges = logRanges(t->ranges());
+  ev.seq = c.calls.load(std::memory_order_relaxed);
+  rt.event(ev);
 }
 
 }  // namespace
@@ -182,21 +184,20 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
   if (context == nullptr) return ncclSuccess;
   *context = nullptr;
   log::setLogger(args.logger);
-  Runtime* rt = nullptr;
   try {
-    rt = Runtime::acquire();
+    RuntimeRef rt = RuntimeRef::acquire();  // released on the way out unless the comm keeps it
     auto c = std::make_unique<TunerComm>();
     c->commId = args.hasCommId ? args.commId : ((1ull << 63) | gLocalCommIds.fetch_add(1));
     c->nRanks = args.nRanks;
     c->nNodes = args.nNodes;
     c->abi = args.abiVersion;
     c->mode = rt->settings().mode;
-    rt->event({{"event", "comm_init"},
-               {"comm", hexId(c->commId)},
-               {"face", "tuner"},
-               {"abi", "tuner_v" + std::to_string(args.abiVersion)},
-               {"nranks", args.nRanks},
-               {"nnodes", args.nNodes}});
+    rt->event(logev::CommInit{.comm = hexId(c->commId),
+                              .face = std::string(logev::faceName(logev::Face::Tuner)),
+                              .abi = "tuner_v" + std::to_string(args.abiVersion),
+                              .nRanks = static_cast<int64_t>(args.nRanks),
+                              .nNodes = static_cast<int64_t>(args.nNodes),
+                              .rank = std::nullopt});
 
     // The static table depends only on the shared config file and the comm's shape (nRanks, nNodes),
     // so every rank that reads the same file builds the same table.
@@ -230,13 +231,12 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
             args.abiVersion, hexId(c->commId).c_str(), args.nRanks, args.nNodes, source.c_str(),
             table->ranges().size());
     *context = c.release();
+    rt.keep();  // the comm's reference, given back at finalize
   } catch (const std::exception& e) {
     WW_WARN(NCCL_INIT | NCCL_TUNING, "tuner init failed (%s); NCCL's own choices stand for this communicator",
             e.what());
-    if (rt != nullptr) Runtime::release();
   } catch (...) {
     WW_WARN(NCCL_INIT | NCCL_TUNING, "tuner init failed; NCCL's own choices stand for this communicator");
-    if (rt != nullptr) Runtime::release();
   }
   // A tuner init error fails communicator creation in NCCL 2.28: never return one.
   return ncclSuccess;
@@ -267,22 +267,22 @@ ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableVi
 ncclResult_t tunerFinalize(void* context) noexcept {
   auto* c = static_cast<TunerComm*>(context);
   if (c == nullptr) return ncclSuccess;
+  RuntimeRef atInit = RuntimeRef::adopt();  // the reference taken at init: released last, after the comm goes
   try {
-    Runtime* rt = Runtime::acquire();
+    RuntimeRef rt = RuntimeRef::acquire();
     if (c->member)
       if (control::ControlPlane* cp = rt->controlPlane()) cp->removeMember(c->member);
-    rt->event({{"event", "comm_finalize"},
-               {"comm", hexId(c->commId)},
-               {"face", "tuner"},
-               {"collectives", c->calls.load()},
-               {"applied", c->applied.load()},
-               {"kept", c->kept.load()},
-               {"boundaries", c->nextIndex}});
-    Runtime::release();
+    logev::CommFinalize ev;
+    ev.comm = hexId(c->commId);
+    ev.face = logev::faceName(logev::Face::Tuner);
+    ev.collectives = c->calls.load();
+    ev.applied = c->applied.load();
+    ev.kept = c->kept.load();
+    ev.boundaries = c->nextIndex;
+    rt->event(ev);
   } catch (...) {
   }
   delete c;
-  Runtime::release();  // the reference taken at init
   return ncclSuccess;
 }
 

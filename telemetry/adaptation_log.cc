@@ -74,9 +74,7 @@ void AdaptationLog::post(nlohmann::json event) noexcept {
   if (!ok_) return;
   try {
     if (!event.is_object()) event = nlohmann::json{{"payload", std::move(event)}};
-    event["v"] = kSchemaVersion;
-    event["ts"] = isoUtcNow();
-    event["pid"] = static_cast<int64_t>(::getpid());
+    logev::stamp(event, {kSchemaVersion, isoUtcNow(), static_cast<int64_t>(::getpid())});
     // Invalid UTF-8 in a caller's string must not throw: replace it.
     std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     {
@@ -134,8 +132,8 @@ void AdaptationLog::run() {
     batch.clear();
     if (newDrops != 0) {
       try {
-        nlohmann::json note{{"event", "log_dropped"}, {"count", newDrops}, {"v", kSchemaVersion},
-                            {"ts", isoUtcNow()}, {"pid", static_cast<int64_t>(::getpid())}};
+        nlohmann::json note = logev::LogDropped{newDrops};
+        logev::stamp(note, {kSchemaVersion, isoUtcNow(), static_cast<int64_t>(::getpid())});
         std::string line = note.dump();
         std::fwrite(line.data(), 1, line.size(), file_);
         std::fputc('\n', file_);

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log_events.h"
+
 namespace wirewise {
 
 class AdaptationLog {
@@ -25,7 +27,7 @@ class AdaptationLog {
   AdaptationLog& operator=(const AdaptationLog&) = delete;
 
   // Adds "v" (schema version), "ts" (wall-clock ISO-8601 UTC with ms) and "pid" (overriding any the
-  // caller set) and queues the line. A non-object event is wrapped as {"payload": event}. Never throws;
+  // caller set) and queues the line. A typed event (common/log_events.h) converts to its JSON at the call. A non-object event is wrapped as {"payload": event}. Never throws;
   // a line that cannot be built or queued counts as dropped. Lines dropped because the queue was full
   // are reported by the writer in a {"event":"log_dropped","count":N} line once it catches up.
   void post(nlohmann::json event) noexcept;
@@ -35,7 +37,7 @@ class AdaptationLog {
   const std::string& path() const { return path_; }
   uint64_t dropped() const;
   uint64_t written() const;  // posted lines written so far (log_dropped notes not counted)
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = logev::kSchemaVersion;
 
  private:
   void run();

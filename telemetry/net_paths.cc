@@ -47,40 +47,38 @@ nlohmann::json NetPathsReporter::take(const ProxySink& sink, const std::string& 
   if (rows.empty() && pool + full + stale + reclaimed == 0 && c.opsStarted == p.opsStarted) return nullptr;
 
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
-  nlohmann::json jr = nlohmann::json::array();
+  logev::NetPaths ev;
   for (size_t i = 0; i < rows.size() && i < kMaxRows; ++i) {
     const NetPathTotals& t = rows[i];
-    nlohmann::json wait = nlohmann::json::object();
-    for (int s = 0; s < kNumProxyStates; ++s)
-      if (t.stateNs[s] != 0) wait[proxyStateName(s)] = us(t.stateNs[s]);
-    jr.push_back({{"channel", t.channel},
-                  {"peer", t.peer},
-                  {"dir", t.isSend ? "send" : "recv"},
-                  {"ops", t.ops},
-                  {"steps", t.steps},
-                  {"planned_steps", t.plannedSteps},
-                  {"bytes", t.bytes},
-                  {"chunk_size", t.chunkSize},
-                  {"active_us", us(t.activeNs)},
-                  {"net_us", us(t.netNs)},
-                  {"net_gbs", t.netNs == 0 ? 0.0 : static_cast<double>(t.bytes) / static_cast<double>(t.netNs)},
-                  {"wait_us", wait}});
+    logev::NetPathRow r;
+    for (int st = 0; st < kNumProxyStates; ++st)
+      if (t.stateNs[st] != 0) r.waitUs[proxyStateName(st)] = us(t.stateNs[st]);
+    r.channel = t.channel;
+    r.peer = t.peer;
+    r.dir = t.isSend ? "send" : "recv";
+    r.ops = t.ops;
+    r.steps = t.steps;
+    r.plannedSteps = t.plannedSteps;
+    r.bytes = t.bytes;
+    r.chunkSize = t.chunkSize;
+    r.activeUs = us(t.activeNs);
+    r.netUs = us(t.netNs);
+    r.netGBs = t.netNs == 0 ? 0.0 : static_cast<double>(t.bytes) / static_cast<double>(t.netNs);
+    ev.paths.push_back(std::move(r));
   }
   ForeignProxyCounters f = ProxySink::foreignCounters();
-  return {{"event", "net_paths"},
-          {"comm", comm},
-          {"rank", sink.rank()},
-          {"interval_ms", intervalMs},
-          {"paths", jr},
-          {"paths_omitted", rows.size() > kMaxRows ? rows.size() - kMaxRows : 0},
-          {"ops", c.opsStarted - p.opsStarted},
-          {"steps", c.stepsStarted - p.stepsStarted},
-          {"drops", {{"pool", pool}, {"paths_full", full}, {"stale", stale}, {"reclaimed", reclaimed}}},
-          {"null_parent_ops", c.opsNullParent - p.opsNullParent},
-          {"net_plugin_events", c.netPluginEvents - p.netPluginEvents},
-          // Process-wide and cumulative: events whose context or parent may belong to another process.
-          {"process",
-           {{"pxn_ops", f.pxnOps}, {"orphan_steps", f.orphanSteps}, {"orphan_net_plugin", f.orphanNetPlugin}}}};
+  ev.comm = comm;
+  ev.rank = sink.rank();
+  ev.intervalMs = intervalMs;
+  ev.pathsOmitted = rows.size() > kMaxRows ? rows.size() - kMaxRows : 0;
+  ev.ops = c.opsStarted - p.opsStarted;
+  ev.steps = c.stepsStarted - p.stepsStarted;
+  ev.drops = {pool, full, stale, reclaimed};
+  ev.nullParentOps = c.opsNullParent - p.opsNullParent;
+  ev.netPluginEvents = c.netPluginEvents - p.netPluginEvents;
+  // Process-wide and cumulative: events whose context or parent may belong to another process.
+  ev.process = {f.pxnOps, f.orphanSteps, f.orphanNetPlugin};
+  return ev;
 }
 
 }  // namespace wirewise

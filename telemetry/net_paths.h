@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log_events.h"
 #include "telemetry/proxy_sink.h"
 
 namespace wirewise {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log_events.h"
 #include "common/units.h"
 #include "telemetry/launch_ring.h"
 
@@ -78,13 +79,12 @@ bool agrees(NcclKernelColl launch, NcclKernelColl kernel) {
   return launch != NcclKernelColl::kOther && (launch == kernel || kernel == NcclKernelColl::kGeneric);
 }
 
-nlohmann::json collRows(const uint64_t* count, const uint64_t* deviceNs) {
-  nlohmann::json rows = nlohmann::json::array();
+std::vector<logev::KernelRow> collRows(const uint64_t* count, const uint64_t* deviceNs) {
+  std::vector<logev::KernelRow> rows;
   for (int c = 0; c < kNumNcclKernelColls; ++c) {
     if (count[c] == 0) continue;
-    rows.push_back({{"coll", ncclKernelCollName(static_cast<NcclKernelColl>(c))},
-                    {"kernels", count[c]},
-                    {"device_us", static_cast<double>(deviceNs[c]) / 1e3}});
+    rows.push_back({ncclKernelCollName(static_cast<NcclKernelColl>(c)), count[c],
+                    static_cast<double>(deviceNs[c]) / 1e3});
   }
   return rows;
 }
@@ -461,31 +461,25 @@ nlohmann::json CuptiCollector::report() const {
   std::lock_guard<std::mutex> lock(mu_);
   const CuptiStats& s = stats_;
   if (s.records == 0 && s.launches == 0) return nullptr;
-  nlohmann::json comms = nlohmann::json::array();
+  logev::CuptiKernels ev;
   for (const auto& [key, c] : comms_)
-    comms.push_back({{"comm", hexId(c.commId)},
-                     {"rank", c.rank},
-                     {"verified", c.verified},
-                     {"unverified", c.unverified},
-                     {"mismatched", c.mismatched},
-                     {"colls", collRows(c.count, c.deviceNs)}});
-  return {{"event", "cupti_kernels"},
-          {"attribution", how},
-          {"records", s.records},
-          {"nccl_kernels", s.ncclKernels},
-          {"other_kernels", s.otherKernels},
-          {"no_timestamp", s.noTimestamp},
-          {"dropped", s.dropped},
-          {"colls", collRows(s.count, s.deviceNs)},
-          {"launches", s.launches},
-          {"launches_lost", s.launchesLost},
-          {"launches_unmapped", s.launchesUnmapped},
-          {"stale_launches", s.staleLaunches},
-          {"verified", s.verified},
-          {"unverified", s.unverified},
-          {"mismatched", s.mismatched},
-          {"unattributed", s.unattributed},
-          {"comms", comms}};
+    ev.comms.push_back({hexId(c.commId), c.rank, c.verified, c.unverified, c.mismatched, collRows(c.count, c.deviceNs)});
+  ev.attribution = how;
+  ev.records = s.records;
+  ev.ncclKernels = s.ncclKernels;
+  ev.otherKernels = s.otherKernels;
+  ev.noTimestamp = s.noTimestamp;
+  ev.dropped = s.dropped;
+  ev.colls = collRows(s.count, s.deviceNs);
+  ev.launches = s.launches;
+  ev.launchesLost = s.launchesLost;
+  ev.launchesUnmapped = s.launchesUnmapped;
+  ev.staleLaunches = s.staleLaunches;
+  ev.verified = s.verified;
+  ev.unverified = s.unverified;
+  ev.mismatched = s.mismatched;
+  ev.unattributed = s.unattributed;
+  return ev;
 }
 
 std::vector<CuptiKernel> CuptiCollector::takeKernels() {

@@ -71,59 +71,59 @@ LinkHealthSummary summarize(const LinkHealthSnapshot& s) {
   return out;
 }
 
-nlohmann::json toJson(const LinkHealth& l) {
-  nlohmann::json j = {
-      {"kind", linkKindName(l.kind)},
-      {"id", l.id},
-      {"state", linkStateName(l.state)},
-      {"present", l.present},
-      {"up", l.up},
-      {"nominal_gbps", l.nominalBps / 1e9},
-      {"errors_per_s", l.errorsPerSec},
-      {"last_change_ns", l.lastChangeNs},
-      {"counter_anomalies", l.counterAnomalies},
-  };
+logev::LinkEntry logEntry(const LinkHealth& l) {
+  logev::LinkEntry e;
+  e.kind = linkKindName(l.kind);
+  e.id = l.id;
+  e.state = linkStateName(l.state);
+  e.present = l.present;
+  e.up = l.up;
+  e.nominalGbps = l.nominalBps / 1e9;
+  e.errorsPerSec = l.errorsPerSec;
+  e.lastChangeNs = l.lastChangeNs;
+  e.counterAnomalies = l.counterAnomalies;
   // Unknown rates are omitted rather than written as 0, so readers cannot mistake "no data" for idle.
   if (l.rateValid) {
-    j["tx_gbps"] = l.txBps / 1e9;
-    j["rx_gbps"] = l.rxBps / 1e9;
+    e.txGbps = l.txBps / 1e9;
+    e.rxGbps = l.rxBps / 1e9;
   }
   if (l.congestionUnit[0] != '\0') {
-    j["congestion"] = l.congestionPerSec;
-    j["congestion_unit"] = l.congestionUnit;
-    j["congested"] = l.congested;
+    e.congestion = l.congestionPerSec;
+    e.congestionUnit = l.congestionUnit;
+    e.congested = l.congested;
   }
   if (l.kind == LinkKind::kRoce || l.kind == LinkKind::kInfiniBand || l.kind == LinkKind::kTcp) {
-    j["loss_per_s"] = l.lossPerSec;
+    e.lossPerSec = l.lossPerSec;
   }
   if (l.kind == LinkKind::kTcp) {
-    j["rtt_us"] = l.rttUs;
-    j["rttvar_us"] = l.rttVarUs;
-    j["min_rtt_us"] = l.minRttUs;
-    j["delivery_gbps"] = l.deliveryBps / 1e9;
+    e.rttUs = l.rttUs;
+    e.rttVarUs = l.rttVarUs;
+    e.minRttUs = l.minRttUs;
+    e.deliveryGbps = l.deliveryBps / 1e9;
   }
   if (l.kind == LinkKind::kRail) {
-    j["rate_gbps"] = l.deliveryBps / 1e9;  // the scheduler's measured rate, summed over connections
-    j["share"] = l.share;
-    j["rate_ratio"] = l.rateRatio;
-    j["rtt_us"] = l.rttUs;
-    j["baseline_rtt_us"] = l.baselineRttUs;
-    j["connections"] = l.connections;
-    if (!l.reason.empty()) j["reason"] = l.reason;
+    e.rateGbps = l.deliveryBps / 1e9;  // the scheduler's measured rate, summed over connections
+    e.share = l.share;
+    e.rateRatio = l.rateRatio;
+    e.rttUs = l.rttUs;
+    e.baselineRttUs = l.baselineRttUs;
+    e.connections = l.connections;
+    if (!l.reason.empty()) e.reason = l.reason;
   }
-  return j;
+  return e;
 }
 
-nlohmann::json toJson(const LinkHealthSnapshot& s) {
-  nlohmann::json links = nlohmann::json::array();
-  for (const LinkHealth& l : s.links) links.push_back(toJson(l));
-  nlohmann::json sources = nlohmann::json::array();
-  for (const SourceStatus& src : s.sources) {
-    sources.push_back({{"name", src.name}, {"available", src.available}, {"reason", src.reason}});
-  }
-  return {{"event", "link_health"}, {"time_ns", s.timeNs}, {"passes", s.passes}, {"links", links},
-          {"sources", sources}};
+logev::LinkHealth logEvent(const LinkHealthSnapshot& s) {
+  logev::LinkHealth ev;
+  ev.timeNs = s.timeNs;
+  ev.passes = s.passes;
+  for (const LinkHealth& l : s.links) ev.links.push_back(logEntry(l));
+  for (const SourceStatus& src : s.sources) ev.sources.push_back({src.name, src.reason, src.available});
+  return ev;
 }
+
+nlohmann::json toJson(const LinkHealthSnapshot& s) { return logEvent(s); }
+nlohmann::json toJson(const LinkHealth& l) { return logEntry(l); }
 
 // ---- rails ----
 
@@ -256,24 +256,25 @@ std::vector<LinkHealth> RailTracker::update(const std::vector<RailReading>& in, 
   for (uint64_t id : shifted) {
     Conn& c = conns_.at(id);
     const std::vector<const RailReading*>& rails = byConn.at(id);
-    nlohmann::json jr = nlohmann::json::array();
-    std::string reason;
+    logev::RailShift ev;
+    std::string& reason = ev.reason;
     uint64_t resent = 0;
-    std::string peer;
     for (const RailReading* r : rails) {
       RailMemo& m = c.rails[static_cast<size_t>(r->rail)];
       const Label& L = labels_.at(r->label);
-      jr.push_back({{"rail", r->rail},
-                    {"label", r->label},
-                    {"before", std::round(m.loggedShare * 1000) / 1000},
-                    {"after", std::round(r->share * 1000) / 1000},
-                    {"was_up", m.loggedUp},
-                    {"up", r->up},
-                    {"rate_gbps", r->rateBps / 1e9},
-                    {"rtt_us", r->rttUs},
-                    {"baseline_rtt_us", L.link.baselineRttUs},
-                    {"retransmits", r->retransmits},
-                    {"state", linkStateName(L.link.state)}});
+      logev::RailEntry e;
+      e.rail = r->rail;
+      e.label = r->label;
+      e.before = std::round(m.loggedShare * 1000) / 1000;
+      e.after = std::round(r->share * 1000) / 1000;
+      e.wasUp = m.loggedUp;
+      e.up = r->up;
+      e.rateGbps = r->rateBps / 1e9;
+      e.rttUs = r->rttUs;
+      e.baselineRttUs = L.link.baselineRttUs;
+      e.retransmits = r->retransmits;
+      e.state = linkStateName(L.link.state);
+      ev.rails.push_back(std::move(e));
       if (m.loggedUp != r->up) {
         append(&reason, r->label + (r->up ? " came back" : " died"));
       } else if (std::fabs(r->share - m.loggedShare) >= rules_.shiftPoints - 1e-9) {
@@ -283,16 +284,13 @@ std::vector<LinkHealth> RailTracker::update(const std::vector<RailReading>& in, 
       m.loggedShare = r->share;
       m.loggedUp = r->up;
       resent = r->resentChunks;
-      peer = r->peer;
+      ev.peer = r->peer;
     }
-    shifts_.push_back({{"event", "rail_shift"},
-                       {"conn", id},
-                       {"peer", peer},
-                       {"time_ns", nowNs},
-                       {"rails", jr},
-                       {"resent_chunks", resent},
-                       {"resent_since_last", resent >= c.lastResent ? resent - c.lastResent : 0},
-                       {"reason", reason}});
+    ev.conn = id;
+    ev.timeNs = nowNs;
+    ev.resentChunks = resent;
+    ev.resentSinceLast = resent >= c.lastResent ? resent - c.lastResent : 0;
+    shifts_.push_back(nlohmann::json(ev));
     c.lastResent = resent;
   }
   return out;

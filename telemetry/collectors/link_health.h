@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log_events.h"
+
 namespace wirewise::collectors {
 
 enum class LinkKind : uint8_t { kInfiniBand, kRoce, kNetdev, kTcp, kNvlink, kPcie, kRail };
@@ -75,7 +77,9 @@ struct LinkHealthSummary {
 
 LinkHealthSummary summarize(const LinkHealthSnapshot& s);
 
-// {"event":"link_health","time_ns":..,"passes":..,"links":[..],"sources":[..]}; see docs/telemetry.md.
+// The `link_health` event (docs/telemetry.md) and one link of it; toJson is the same as JSON.
+logev::LinkHealth logEvent(const LinkHealthSnapshot& s);
+logev::LinkEntry logEntry(const LinkHealth& l);
 nlohmann::json toJson(const LinkHealthSnapshot& s);
 nlohmann::json toJson(const LinkHealth& l);
 

@@ -1,0 +1,62 @@
+// The control plane's options as the runtime derives them from the settings.
+#include "runtime/control_wiring.h"
+
+#include <gtest/gtest.h>
+
+namespace wirewise {
+namespace {
+
+TEST(ControlWiring, DeterministicSyncSpacesBoundariesFixedUnlessConfigured) {
+  Settings s;
+  s.sync = SyncMode::Deterministic;
+  control::ControlOptions o = controlOptions(s);
+  EXPECT_TRUE(o.params.deterministic);
+  EXPECT_EQ(o.params.fixedSpacing, 32u);
+  EXPECT_FALSE(o.params.useFixedSpacing);
+  s.boundarySpacing = 100;
+  o = controlOptions(s);
+  EXPECT_EQ(o.params.fixedSpacing, 100u);
+  EXPECT_TRUE(o.params.useFixedSpacing);
+  s.sync = SyncMode::On;
+  s.boundarySpacing = 0;
+  o = controlOptions(s);
+  EXPECT_FALSE(o.params.deterministic);
+  EXPECT_FALSE(o.params.useFixedSpacing);
+}
+
+TEST(ControlWiring, ThePolicyAndDetectorComeFromTheSettings) {
+  Settings s;
+  s.policy = "adaptive";
+  s.detectThreshold = 0.2;
+  s.detectDrift = 0.05;
+  s.exploreShare = 0.1;
+  s.switchGain = 0.07;
+  s.probeSpacing = 5;
+  s.joinTimeoutMs = 1234;
+  control::ControlOptions o = controlOptions(s);
+  const control::ControlOptions defaults;
+  EXPECT_EQ(o.policy, "adaptive");
+  EXPECT_DOUBLE_EQ(o.adaptive.detector.threshold, 0.2);
+  EXPECT_DOUBLE_EQ(o.adaptive.detector.drift, 0.05);
+  // The clip never exceeds three quarters of the threshold, so one outlier cannot trip the detector alone.
+  EXPECT_DOUBLE_EQ(o.adaptive.detector.clip, std::min(defaults.adaptive.detector.clip, 0.15));
+  s.detectThreshold = 0.04;
+  EXPECT_DOUBLE_EQ(controlOptions(s).adaptive.detector.clip, 0.03);
+  EXPECT_DOUBLE_EQ(o.adaptive.exploreShare, 0.1);
+  EXPECT_DOUBLE_EQ(o.adaptive.switchGain, 0.07);
+  EXPECT_EQ(o.adaptive.probeSpacing, 5u);
+  EXPECT_EQ(o.params.joinTimeoutMs, 1234);
+}
+
+TEST(ControlWiring, NoPlaneWithoutSync) {
+  Settings s;
+  ParsedConfig config;
+  ControlWiring w(s, config, [](const char*) -> const char* { return nullptr; }, {});
+  EXPECT_EQ(w.plane(), nullptr);
+  s.sync = SyncMode::On;
+  s.mode = Mode::Observe;
+  EXPECT_EQ(w.plane(), nullptr);  // observe mode never agrees on tables
+}
+
+}  // namespace
+}  // namespace wirewise
