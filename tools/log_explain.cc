@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/log_events.h"
 #include "common/units.h"
 #include "tools/cli_util.h"
 #include "tools/log_history.h"
@@ -18,9 +19,13 @@
 namespace wirewise::tools {
 namespace {
 
+using logev::AdaptKind;
+using logev::isAdaptKind;
+
 // The kinds after which a bucket runs something new; "alarm" and "hold" leave the incumbent in place.
 bool setsDecision(const std::string& kind) {
-  return kind == "calibrated" || kind == "commit" || kind == "recover" || kind == "revert";
+  return isAdaptKind(kind, AdaptKind::Calibrated) || isAdaptKind(kind, AdaptKind::Commit) ||
+         isAdaptKind(kind, AdaptKind::Recover) || isAdaptKind(kind, AdaptKind::Revert);
 }
 
 // The events about one bucket range (each "adapt" event speaks about exactly one), oldest first.
@@ -51,7 +56,7 @@ Story storyOf(const Bucket& b) {
   if (setAt >= 0) {
     s.set = ev[setAt];
     for (int i = setAt - 1; i >= 0 && !setsDecision(ev[i]->kind); --i)
-      if (ev[i]->kind == "alarm") {
+      if (isAdaptKind(ev[i]->kind, AdaptKind::Alarm)) {
         s.setAlarm = ev[i];
         break;
       }
@@ -59,7 +64,7 @@ Story storyOf(const Bucket& b) {
   if (n - 1 > setAt) {
     s.since = ev[n - 1];
     for (int i = n - 1; i > setAt; --i)
-      if (ev[i]->kind == "alarm") {
+      if (isAdaptKind(ev[i]->kind, AdaptKind::Alarm)) {
         s.sinceAlarm = ev[i];
         break;
       }
@@ -97,20 +102,20 @@ std::string fromTo(uint64_t lo, uint64_t hi) {
   return fmt::format("from {} to {}", bytesText(lo), bytesText(hi + 1));
 }
 
-std::string collWords(const std::string& coll) { return coll == "any" ? "every collective" : coll; }
+std::string collWords(const std::string& coll) { return coll == logev::kAny ? "every collective" : coll; }
 
 // "tree/simple on 11 channels" for the key "tree/simple/11"; a key it cannot read is printed as it is.
 std::string decisionWords(const std::string& key) {
-  if (key == "nccl") return "NCCL's own choice";
-  const size_t a = key.find('/'), b = a == std::string::npos ? a : key.find('/', a + 1);
-  if (b == std::string::npos) return key;
-  const std::string algo = key.substr(0, a), proto = key.substr(a + 1, b - a - 1), ch = key.substr(b + 1);
-  std::string what = algo == "any" && proto == "any" ? "NCCL's algorithm and protocol"
-                     : algo == "any"                 ? "NCCL's algorithm with " + proto
-                     : proto == "any"                ? algo + " with NCCL's protocol"
-                                                     : algo + "/" + proto;
-  if (ch == "0") return what + " on NCCL's channel count";
-  return what + (ch == "1" ? " on 1 channel" : " on " + ch + " channels");
+  if (key == logev::kNcclDecision) return "NCCL's own choice";
+  const std::optional<logev::DecisionParts> d = logev::parseDecision(key);
+  if (!d) return key;
+  const std::string &algo = d->algo, &proto = d->proto;
+  std::string what = algo == logev::kAny && proto == logev::kAny ? "NCCL's algorithm and protocol"
+                     : algo == logev::kAny                       ? "NCCL's algorithm with " + proto
+                     : proto == logev::kAny                      ? algo + " with NCCL's protocol"
+                                                                 : algo + "/" + proto;
+  if (d->channels == 0) return what + " on NCCL's channel count";
+  return what + (d->channels == 1 ? " on 1 channel" : fmt::format(" on {} channels", d->channels));
 }
 
 std::string at(const AdaptEvent& e) { return fmt::format("at collective {} (verdict {})", e.boundary, e.index); }
@@ -144,7 +149,7 @@ std::string joinClauses(const std::string& first, const std::string& second) {
 std::string setClause(const Story& s) {
   const AdaptEvent& e = *s.set;
   const std::string det = detectorClause(s.setAlarm, &e);
-  const bool fromNccl = e.from == "nccl" || (!e.fromNccl.empty() && e.from == e.fromNccl);
+  const bool fromNccl = e.from == logev::kNcclDecision || (!e.fromNccl.empty() && e.from == e.fromNccl);
   std::string against;
   if (e.beforeUs)
     against = fmt::format(" against {}{}", measured(*e.beforeUs, e.beforeBusBw, true),
@@ -157,8 +162,8 @@ std::string setClause(const Story& s) {
                             : e.candidates.size() == 1
                                 ? "calibration measured 1 candidate:"
                                 : fmt::format("calibration measured {} candidates:", e.candidates.size());
-  if (e.kind == "calibrated") {
-    if (e.to == "nccl")
+  if (isAdaptKind(e.kind, AdaptKind::Calibrated)) {
+    if (e.to == logev::kNcclDecision)
       return fmt::format("{} NCCL's own choice{} was best at {}", cands,
                          e.fromNccl.empty() ? "" : " (" + e.fromNccl + ")", after);
     std::string base = e.beforeUs ? fmt::format(" against {} for NCCL's {}", measured(*e.beforeUs, e.beforeBusBw, true),
@@ -166,9 +171,9 @@ std::string setClause(const Story& s) {
                                   : "";
     return fmt::format("{} {} at {}{}{}", cands, e.to, after, base, runnerUp);
   }
-  if (e.kind == "commit")
+  if (isAdaptKind(e.kind, AdaptKind::Commit))
     return joinClauses(det, fmt::format("probing measured {} at {}{}{}", e.to, after, against, runnerUp));
-  if (e.kind == "recover")
+  if (isAdaptKind(e.kind, AdaptKind::Recover))
     return joinClauses(det, fmt::format("the link looks healed: probing measured the former choice {} at {}{}{}", e.to,
                                         after, against, runnerUp));
   // revert
@@ -181,10 +186,10 @@ std::string setClause(const Story& s) {
 std::string sinceClause(const Story& s) {
   const AdaptEvent& e = *s.since;
   std::string det = detectorClause(s.sinceAlarm, &e);
-  if (e.kind == "hold")
+  if (isAdaptKind(e.kind, AdaptKind::Hold))
     return fmt::format("{} {}re-probing found nothing clearly better, so it was kept", at(e),
                        det.empty() ? "" : det + " again and ");
-  if (e.kind == "alarm")
+  if (isAdaptKind(e.kind, AdaptKind::Alarm))
     return fmt::format("{} {}probing was still under way when the log ends", at(e), det.empty() ? "" : det + "; ");
   return fmt::format("{} a \"{}\" event said: {}", at(e), e.kind, e.reason);
 }
@@ -300,7 +305,7 @@ Explanation explainStretch(const Context& cx, const std::string& coll, const Log
   Explanation x;
   x.comm = c.id, x.coll = coll, x.minBytes = piece.minBytes, x.maxBytes = piece.maxBytes;
   x.decision = decisionKey(piece);
-  const bool own = x.decision == "nccl";
+  const bool own = x.decision == logev::kNcclDecision;
 
   std::vector<Story> stories;
   for (const Bucket* b : cx.buckets)
@@ -318,7 +323,7 @@ Explanation explainStretch(const Context& cx, const std::string& coll, const Log
         links.insert(e->links.begin(), e->links.end());
       }
     if (s.set && (!latestSet || s.set->index > latestSet->index)) latestSet = s.set;
-    if (s.set && s.set->kind == "revert") reverted = true;
+    if (s.set && isAdaptKind(s.set->kind, AdaptKind::Revert)) reverted = true;
   }
   if (ncclNames.size() == 1) x.nccl = *ncclNames.begin();  // where measured; the text says if not everywhere
   x.kind = latestSet ? latestSet->kind : "";
@@ -392,12 +397,12 @@ std::vector<LogRange> stretchesOf(const std::vector<LogRange>& table, const std:
                                   const std::string& coll) {
   std::vector<LogRange> out;
   for (const auto& p : cover(table, coll, 0, UINT64_MAX)) {
-    if (decisionKey(p) != "nccl") {
+    if (decisionKey(p) != logev::kNcclDecision) {
       out.push_back(p);
       continue;
     }
     for (const auto& [lo, hi] : splitByEvents(buckets, p.minBytes, p.maxBytes))
-      out.push_back({coll, "any", "any", lo, hi, 0});
+      out.push_back({coll, std::string(logev::kAny), std::string(logev::kAny), lo, hi, 0});
   }
   return out;
 }
@@ -447,7 +452,7 @@ std::vector<Explanation> explainLog(const LogSummary& s, const ExplainFilter& f)
     }
     if (colls.empty()) {
       Explanation x;
-      x.comm = c.id, x.decision = "nccl", x.maxBytes = UINT64_MAX;
+      x.comm = c.id, x.decision = std::string(logev::kNcclDecision), x.maxBytes = UINT64_MAX;
       x.text = fmt::format(
           "Communicator {}: no table in the log overrides NCCL, and no adapt event speaks of it; "
           "NCCL's own choices stand everywhere.",

@@ -8,13 +8,16 @@
 #include <tuple>
 #include <utility>
 
+#include "common/log_events.h"
 #include "common/units.h"
 #include "tools/cli_util.h"
 
 namespace wirewise::tools {
 namespace {
 
-LogRange ncclRange(const std::string& coll, uint64_t lo, uint64_t hi) { return {coll, "any", "any", lo, hi, 0}; }
+LogRange ncclRange(const std::string& coll, uint64_t lo, uint64_t hi) {
+  return {coll, std::string(logev::kAny), std::string(logev::kAny), lo, hi, 0};
+}
 
 bool sameDecision(const LogRange& a, const LogRange& b) {
   return a.algo == b.algo && a.proto == b.proto && a.channels == b.channels;
@@ -82,12 +85,12 @@ std::string sizeSpan(uint64_t lo, uint64_t hi) {
 }
 
 std::string decisionKey(const LogRange& r) {
-  if (r.algo == "any" && r.proto == "any" && r.channels == 0) return "nccl";
-  return fmt::format("{}/{}/{}", r.algo, r.proto, r.channels);
+  if (r.algo == logev::kAny && r.proto == logev::kAny && r.channels == 0) return std::string(logev::kNcclDecision);
+  return logev::formatDecision(r.algo, r.proto, r.channels);
 }
 
 std::string crossoverLabel(const LogRange& r) {
-  return r.algo == "any" && r.proto == "any" ? "nccl" : r.algo + "/" + r.proto;
+  return r.algo == logev::kAny && r.proto == logev::kAny ? std::string(logev::kNcclDecision) : r.algo + "/" + r.proto;
 }
 
 std::vector<LogRange> cover(const std::vector<LogRange>& table, const std::string& coll, uint64_t lo, uint64_t hi) {
@@ -113,7 +116,7 @@ std::vector<LogRange> cover(const std::vector<LogRange>& table, const std::strin
 }
 
 std::vector<LogRange> normalized(std::vector<LogRange> ranges) {
-  std::erase_if(ranges, [](const LogRange& r) { return decisionKey(r) == "nccl"; });
+  std::erase_if(ranges, [](const LogRange& r) { return decisionKey(r) == logev::kNcclDecision; });
   std::stable_sort(ranges.begin(), ranges.end(), [](const LogRange& a, const LogRange& b) {
     return std::make_tuple(collOrder(a.coll), a.coll, a.minBytes) <
            std::make_tuple(collOrder(b.coll), b.coll, b.minBytes);
@@ -274,13 +277,12 @@ Exploration explorationOf(const CommSummary& c) {
 }
 
 std::vector<std::pair<std::string, uint64_t>> adaptCounts(const CommSummary& c) {
-  static const char* const kKinds[] = {"calibrated", "alarm", "commit", "recover", "revert", "hold"};
   std::map<std::string, uint64_t> n;
   for (const auto& a : c.adapts) ++n[a.kind];
   std::vector<std::pair<std::string, uint64_t>> out;
-  for (const char* k : kKinds)
-    if (auto it = n.find(k); it != n.end()) {
-      out.emplace_back(k, it->second);
+  for (logev::AdaptKind kind : logev::kListedAdaptKinds)
+    if (auto it = n.find(std::string(logev::adaptKindName(kind))); it != n.end()) {
+      out.emplace_back(it->first, it->second);
       n.erase(it);
     }
   for (const auto& [k, count] : n) out.emplace_back(k, count);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "adaptive/types.h"
+#include "common/settings.h"
 #include "common/units.h"
 #include "tools/cli_util.h"
 #include "tools/log_history.h"
@@ -16,59 +17,26 @@ constexpr size_t kMaxMalformedListed = 10;
 
 using nlohmann::json;
 
-// Field readers: a missing key gives the fallback; a key of the wrong type throws json::type_error, which
-// makes the whole line malformed.
-std::string str(const json& j, const char* key) { return j.contains(key) ? j.at(key).get<std::string>() : ""; }
-int64_t i64(const json& j, const char* key, int64_t fallback = 0) {
-  return j.contains(key) ? j.at(key).get<int64_t>() : fallback;
-}
-uint64_t u64(const json& j, const char* key) { return j.contains(key) ? j.at(key).get<uint64_t>() : 0; }
-double num(const json& j, const char* key) { return j.contains(key) ? j.at(key).get<double>() : 0.0; }
-bool boolean(const json& j, const char* key) { return j.contains(key) && j.at(key).get<bool>(); }
-// Absent or null: none. Any other non-number throws, as above.
-std::optional<double> optNum(const json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return j.at(key).get<double>();
-}
-std::optional<uint64_t> optU64(const json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  return j.at(key).get<uint64_t>();
+CoordTable coordTableOf(const logev::CoordinatorTable& t, const std::string& ts) {
+  return {t.index, t.boundary, t.next, t.probe, t.probes, t.ranges, t.reason, t.digest, ts};
 }
 
-std::vector<LogRange> rangesOf(const json& e, const char* key) {
-  std::vector<LogRange> out;
-  if (e.contains(key))
-    for (const json& r : e.at(key))
-      out.push_back({str(r, "coll"), str(r, "algo"), str(r, "proto"), u64(r, "min_bytes"), u64(r, "max_bytes"),
-                     i64(r, "channels")});
-  return out;
-}
-
-CoordTable coordTableOf(const json& e) {
-  return {u64(e, "index"),    u64(e, "boundary"),    optU64(e, "next"), boolean(e, "probe"),
-          rangesOf(e, "probes"), rangesOf(e, "ranges"), str(e, "reason"),  str(e, "digest"),
-          str(e, "ts")};
-}
-
-AdaptEvent adaptOf(const json& e, uint64_t line) {
+AdaptEvent adaptOf(const logev::Adapt& e, const std::string& ts, uint64_t line) {
   AdaptEvent a;
-  a.index = u64(e, "index"), a.boundary = u64(e, "boundary"), a.order = line;
-  a.kind = str(e, "kind"), a.coll = str(e, "coll"), a.from = str(e, "from"), a.to = str(e, "to");
-  a.fromNccl = str(e, "from_nccl"), a.reason = str(e, "reason"), a.ts = str(e, "ts");
-  a.minBytes = u64(e, "min_bytes"), a.maxBytes = u64(e, "max_bytes");
-  a.beforeUs = optNum(e, "before_us"), a.afterUs = optNum(e, "after_us");
-  a.beforeBusBw = optNum(e, "before_busbw_gbs"), a.afterBusBw = optNum(e, "after_busbw_gbs");
-  if (e.contains("detector") && e.at("detector").is_object()) {
-    const json& d = e.at("detector");
+  a.index = e.index, a.boundary = e.boundary, a.order = line;
+  a.kind = e.kind, a.coll = e.coll, a.from = e.from, a.to = e.to;
+  a.fromNccl = e.fromNccl.value_or(""), a.reason = e.reason, a.ts = ts;
+  a.minBytes = e.minBytes, a.maxBytes = e.maxBytes;
+  a.beforeUs = e.beforeUs, a.afterUs = e.afterUs;
+  a.beforeBusBw = e.beforeBusBwGBs, a.afterBusBw = e.afterBusBwGBs;
+  if (e.detector) {
     a.hasDetector = true;
-    a.statistic = num(d, "statistic"), a.threshold = num(d, "threshold"), a.shift = str(d, "shift");
+    a.statistic = e.detector->statistic, a.threshold = e.detector->threshold, a.shift = e.detector->shift;
   }
-  if (e.contains("cause") && e.at("cause").is_object()) a.cause = str(e.at("cause"), "text");
-  if (e.contains("candidates"))
-    for (const json& c : e.at("candidates")) a.candidates.emplace_back(str(c, "decision"), num(c, "us"));
-  // Links are strings today; anything richer a later writer puts there is shown as its JSON text.
-  if (e.contains("links"))
-    for (const json& l : e.at("links")) a.links.push_back(l.is_string() ? l.get<std::string>() : l.dump());
+  if (e.cause) a.cause = e.cause->text;
+  if (e.candidates)
+    for (const logev::Candidate& c : *e.candidates) a.candidates.emplace_back(c.decision, c.us);
+  a.links = e.links;
   return a;
 }
 
@@ -88,104 +56,119 @@ LogProcess& processOf(LogSummary* s, int64_t pid) {
   return s->processes.back();
 }
 
-struct RowIn {
-  std::string coll, algo, proto;
-  int64_t bucket, channels;
-  uint64_t count, minBytes, maxBytes;
-  double p50, p99, busBw;
-};
-
-// Every field is read before anything is changed, so a line that throws halfway leaves no trace.
-// Returns false for an unknown event type.
-bool addEvent(const json& e, LogSummary* s) {
-  const std::string ev = e.at("event").get<std::string>();
-  const int64_t pid = i64(e, "pid");
-  if (ev == "plugin_start") {
-    // settings: variable name -> effective value as a string.
-    json st = e.contains("settings") ? e.at("settings") : json::object();
-    LogProcess in{pid,   str(e, "host"), str(e, "version"), str(st, "WIREWISE_MODE"), str(st, "WIREWISE_CONFIG"),
-                  str(st, "WIREWISE_LOG"), false, 0};
-    LogProcess& p = processOf(s, pid);
-    in.stopped = p.stopped, in.logDropped = p.logDropped;
-    p = in;
-  } else if (ev == "plugin_stop") {
-    processOf(s, pid).stopped = true;
-  } else if (ev == "log_dropped") {
-    uint64_t n = u64(e, "count");
-    processOf(s, pid).logDropped += n;
-  } else if (ev == "config_problem") {
-    s->problems.push_back({str(e, "file"), str(e, "reason"), i64(e, "line"), boolean(e, "warning")});
-  } else if (ev == "comm_init") {
-    LogInit in{str(e, "face"), str(e, "abi"), i64(e, "nranks"), i64(e, "nnodes"), i64(e, "rank", -1), pid};
-    commOf(s, str(e, "comm")).inits.push_back(std::move(in));
-  } else if (ev == "table" && str(e, "source") == "coordinator" && e.contains("index")) {
-    CoordTable t = coordTableOf(e);
-    commOf(s, str(e, "comm")).coordTables.emplace(t.index, std::move(t));
-  } else if (ev == "adapt") {
-    AdaptEvent a = adaptOf(e, s->lines);
-    CommSummary& c = commOf(s, str(e, "comm"));
-    if (c.adaptKeys.insert({a.index, a.kind, a.coll, a.minBytes, a.maxBytes}).second)
-      c.adapts.push_back(std::move(a));
-  } else if (ev == "table") {
-    LogTable t{u64(e, "seq"), pid, str(e, "reason"), str(e, "source"), str(e, "digest"), str(e, "ts"), {}};
-    if (e.contains("ranges"))
-      for (const json& r : e.at("ranges"))
-        t.ranges.push_back({str(r, "coll"), str(r, "algo"), str(r, "proto"), u64(r, "min_bytes"),
-                            u64(r, "max_bytes"), i64(r, "channels")});
-    commOf(s, str(e, "comm")).tables.push_back(std::move(t));
-  } else if (ev == "summary") {
-    std::vector<RowIn> rows;
-    if (e.contains("rows"))
-      for (const json& r : e.at("rows"))
-        rows.push_back({str(r, "coll"), str(r, "algo"), str(r, "proto"), i64(r, "bucket"), i64(r, "channels"),
-                        u64(r, "count"), u64(r, "min_bytes"), u64(r, "max_bytes"), num(r, "p50_us"),
-                        num(r, "p99_us"), num(r, "busbw_gbs")});
-    json d = e.contains("drops") ? e.at("drops") : json::object();
-    LogDrops drops{u64(d, "pool"), u64(d, "ring"), u64(d, "incomplete"), u64(d, "orphan")};
-    CommSummary& c = commOf(s, str(e, "comm"));
-    ++c.summaries;
-    for (const RowIn& r : rows) {
-      ObservedRow& o = c.rows[{collOrder(r.coll), r.bucket, r.algo, r.proto, r.channels}];
-      o.coll = r.coll, o.algo = r.algo, o.proto = r.proto, o.bucket = r.bucket, o.channels = r.channels;
-      o.count += r.count;
-      o.minBytes = std::min(o.minBytes, r.minBytes);
-      o.maxBytes = std::max(o.maxBytes, r.maxBytes);
-      o.p50Sum += r.p50 * static_cast<double>(r.count);
-      o.busBwSum += r.busBw * static_cast<double>(r.count);
-      o.p99Max = std::max(o.p99Max, r.p99);
-    }
-    c.drops.pool += drops.pool;
-    c.drops.ring += drops.ring;
-    c.drops.incomplete += drops.incomplete;
-    c.drops.orphan += drops.orphan;
-  } else if (ev == "comm_finalize") {
-    LogFinalize f{str(e, "face"), pid, i64(e, "rank", -1), u64(e, "collectives"), u64(e, "applied"), u64(e, "kept"),
-                  u64(e, "samples")};
-    commOf(s, str(e, "comm")).finalizes.push_back(std::move(f));
-  } else if (ev == "rail_shift") {
-    LogRailShift r{pid, u64(e, "conn"), u64(e, "resent_since_last"), str(e, "host"), str(e, "peer"), str(e, "reason"),
-                   str(e, "ts"), {}};
-    if (e.contains("rails"))
-      for (const json& x : e.at("rails"))
-        r.rails.push_back({str(x, "label"), num(x, "before"), num(x, "after"), num(x, "rate_gbps"), num(x, "rtt_us"),
-                           num(x, "baseline_rtt_us"), !x.contains("was_up") || boolean(x, "was_up"),
-                           !x.contains("up") || boolean(x, "up"), u64(x, "retransmits")});
-    s->railShifts.push_back(std::move(r));
-  } else if (ev == "link_health" || ev == "net_paths" || ev == "collectors" || ev == "control" ||
-             ev == "control_start" || ev == "verdict" || ev == "wiring_prior") {
-    // Known, not summarised here: `wirewise log` prints them as they are.
-  } else {
-    return false;
-  }
-  return true;
+// The settings plugin_start echoes that the summary shows.
+std::string settingOf(const logev::PluginStart& p, const char* name) {
+  auto it = p.settings.find(name);
+  return it == p.settings.end() ? "" : it->second;
 }
 
-json rangesJson(const std::vector<LogRange>& ranges) {
-  json out = json::array();
-  for (const auto& r : ranges)
-    out.push_back({{"coll", r.coll}, {"min_bytes", r.minBytes}, {"max_bytes", r.maxBytes}, {"algo", r.algo},
-                   {"proto", r.proto}, {"channels", r.channels}});
-  return out;
+// Every event is read into its struct (common/log_events.h) before anything is changed, so a line that
+// throws halfway leaves no trace. Returns false for an unknown event type.
+bool addEvent(const json& e, logev::EventKind kind, LogSummary* s) {
+  using logev::EventKind;
+  const logev::Envelope env = e.get<logev::Envelope>();
+  const int64_t pid = env.pid;
+  switch (kind) {
+    case EventKind::PluginStart: {
+      const auto x = e.get<logev::PluginStart>();
+      LogProcess in{pid,
+                    x.host,
+                    x.version,
+                    settingOf(x, settingName(&Settings::mode)),
+                    settingOf(x, settingName(&Settings::config)),
+                    settingOf(x, settingName(&Settings::logPath)),
+                    false,
+                    0};
+      LogProcess& p = processOf(s, pid);
+      in.stopped = p.stopped, in.logDropped = p.logDropped;
+      p = in;
+      break;
+    }
+    case EventKind::PluginStop:
+      processOf(s, pid).stopped = true;
+      break;
+    case EventKind::LogDropped: {
+      const auto x = e.get<logev::LogDropped>();
+      processOf(s, pid).logDropped += x.count;
+      break;
+    }
+    case EventKind::ConfigProblem: {
+      const auto x = e.get<logev::ConfigProblem>();
+      s->problems.push_back({x.file, x.reason, x.line, x.warning});
+      break;
+    }
+    case EventKind::CommInit: {
+      const auto x = e.get<logev::CommInit>();
+      commOf(s, x.comm).inits.push_back({x.face, x.abi, x.nRanks, x.nNodes, x.rank.value_or(-1), pid});
+      break;
+    }
+    case EventKind::Table:
+      if (logev::isCoordinatorTable(e)) {
+        const auto x = e.get<logev::CoordinatorTable>();
+        CoordTable t = coordTableOf(x, env.ts);
+        commOf(s, x.comm).coordTables.emplace(t.index, std::move(t));
+      } else {
+        const auto x = e.get<logev::RankTable>();
+        commOf(s, x.comm).tables.push_back({x.seq, pid, x.reason, x.source, x.digest, env.ts, x.ranges});
+      }
+      break;
+    case EventKind::Adapt: {
+      const auto x = e.get<logev::Adapt>();
+      AdaptEvent a = adaptOf(x, env.ts, s->lines);
+      CommSummary& c = commOf(s, x.comm);
+      if (c.adaptKeys.insert({a.index, a.kind, a.coll, a.minBytes, a.maxBytes}).second)
+        c.adapts.push_back(std::move(a));
+      break;
+    }
+    case EventKind::Summary: {
+      const auto x = e.get<logev::Summary>();
+      CommSummary& c = commOf(s, x.comm);
+      ++c.summaries;
+      for (const logev::SummaryRow& r : x.rows) {
+        ObservedRow& o = c.rows[{collOrder(r.coll), r.bucket, r.algo, r.proto, r.channels}];
+        o.coll = r.coll, o.algo = r.algo, o.proto = r.proto, o.bucket = r.bucket, o.channels = r.channels;
+        o.count += r.count;
+        o.minBytes = std::min(o.minBytes, r.minBytes);
+        o.maxBytes = std::max(o.maxBytes, r.maxBytes);
+        o.p50Sum += r.p50Us * static_cast<double>(r.count);
+        o.busBwSum += r.busBwGBs * static_cast<double>(r.count);
+        o.p99Max = std::max(o.p99Max, r.p99Us);
+      }
+      c.drops.pool += x.drops.pool;
+      c.drops.ring += x.drops.ring;
+      c.drops.incomplete += x.drops.incomplete;
+      c.drops.orphan += x.drops.orphan;
+      break;
+    }
+    case EventKind::CommFinalize: {
+      const auto x = e.get<logev::CommFinalize>();
+      commOf(s, x.comm).finalizes.push_back({x.face, pid, x.rank.value_or(-1), x.collectives, x.applied.value_or(0),
+                                             x.kept.value_or(0), x.samples.value_or(0)});
+      break;
+    }
+    case EventKind::RailShift: {
+      const auto x = e.get<logev::RailShift>();
+      LogRailShift r{pid, x.conn, x.resentSinceLast, x.host.value_or(""), x.peer, x.reason, env.ts, {}};
+      for (const logev::RailEntry& y : x.rails)
+        r.rails.push_back({y.label, y.before, y.after, y.rateGbps, static_cast<double>(y.rttUs), y.baselineRttUs,
+                           y.wasUp, y.up, y.retransmits});
+      s->railShifts.push_back(std::move(r));
+      break;
+    }
+    case EventKind::LinkHealth:
+    case EventKind::NetPaths:
+    case EventKind::CuptiKernels:
+    case EventKind::Collectors:
+    case EventKind::Control:
+    case EventKind::ControlStart:
+    case EventKind::Verdict:
+    case EventKind::WiringPrior:
+      // Known, not summarised here: `wirewise log` prints them as they are.
+      break;
+    case EventKind::Unknown:
+      return false;
+  }
+  return true;
 }
 
 json optJson(const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); }
@@ -224,7 +207,7 @@ json coordinatorJson(const CommSummary& c) {
     }
     committed.push_back({{"index", t.index}, {"boundary", t.boundary}, {"next", optJson(t.next)},
                          {"reason", t.reason}, {"digest", t.digest}, {"from_probe", t.probe},
-                         {"changed_colls", ch.colls}, {"ranges", rangesJson(t.ranges)}, {"crossovers", x},
+                         {"changed_colls", ch.colls}, {"ranges", t.ranges}, {"crossovers", x},
                          {"channel_changes", chans}, {"changes", text}});
   }
   Exploration e = explorationOf(c);
@@ -326,10 +309,11 @@ void addLog(std::istream& in, LogSummary* s) {
     const bool unterminated = in.eof();
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json e = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    bool ok = e.is_object() && e.contains("event") && e.at("event").is_string();
+    const std::optional<logev::EventKind> kind = logev::lineKindOf(e);
+    bool ok = kind.has_value();
     if (ok) {
       try {
-        if (addEvent(e, s))
+        if (addEvent(e, *kind, s))
           ++s->events;
         else
           ++s->unknown;
@@ -375,12 +359,8 @@ nlohmann::json summaryJson(const LogSummary& s) {
                              {"rank", i.rank}, {"pid", i.pid}});
     jc["tables"] = json::array();
     for (const auto& t : c.tables) {
-      json ranges = json::array();
-      for (const auto& r : t.ranges)
-        ranges.push_back({{"coll", r.coll}, {"min_bytes", r.minBytes}, {"max_bytes", r.maxBytes}, {"algo", r.algo},
-                          {"proto", r.proto}, {"channels", r.channels}});
       jc["tables"].push_back({{"seq", t.seq}, {"pid", t.pid}, {"reason", t.reason}, {"source", t.source},
-                              {"digest", t.digest}, {"ranges", ranges}});
+                              {"digest", t.digest}, {"ranges", t.ranges}});
     }
     jc["coordinator"] = coordinatorJson(c);
     jc["observed"] = json::array();

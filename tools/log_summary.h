@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log_events.h"
+
 namespace wirewise::tools {
 
 struct LogInit {
@@ -23,11 +25,8 @@ struct LogInit {
   int64_t nRanks = 0, nNodes = 0, rank = -1, pid = 0;
 };
 
-struct LogRange {
-  std::string coll, algo, proto;
-  uint64_t minBytes = 0, maxBytes = 0;
-  int64_t channels = 0;
-};
+// A table range as the log writes it ({coll, algo, proto, min_bytes, max_bytes, channels}).
+using LogRange = logev::Range;
 
 struct LogTable {
   uint64_t seq = 0;

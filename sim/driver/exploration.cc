@@ -7,24 +7,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/log_events.h"
+#include "common/settings.h"
+
 namespace wirewise::sim {
 namespace {
 
 using nlohmann::json;
 
-bool readU64(const json& j, const char* key, uint64_t* out) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) return false;
-  if (!it->is_number_unsigned() && it->get<int64_t>() < 0) return false;
-  *out = it->get<uint64_t>();
-  return true;
-}
-
-// "0x00ab..." (common/units.h hexId), any case.
-bool readComm(const json& j, uint64_t* out) {
-  auto it = j.find("comm");
-  if (it == j.end() || !it->is_string()) return false;
-  const std::string& s = it->get_ref<const std::string&>();
+// "0x00ab..." (the log's comm ids), any case.
+bool parseComm(const std::string& s, uint64_t* out) {
   if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return false;
   char* end = nullptr;
   const unsigned long long v = std::strtoull(s.c_str() + 2, &end, 16);
@@ -33,31 +25,21 @@ bool readComm(const json& j, uint64_t* out) {
   return true;
 }
 
-std::optional<std::string> setting(const json& settings, const char* name) {
-  auto it = settings.find(name);
-  if (it == settings.end() || !it->is_string()) return std::nullopt;
-  return it->get<std::string>();
+std::optional<std::string> setting(const logev::PluginStart& p, const char* name) {
+  auto it = p.settings.find(name);
+  if (it == p.settings.end()) return std::nullopt;
+  return it->second;
 }
 
-// The coordinator's probe verdict; false when the line is not one (or is malformed).
-bool readProbeWindow(const json& ev, uint64_t* comm, ProbeWindow* w) {
-  auto probes = ev.find("probes");
-  if (probes == ev.end() || !probes->is_array() || probes->empty()) return false;
-  if (!readComm(ev, comm) || !readU64(ev, "boundary", &w->boundary)) return false;
-  auto next = ev.find("next");
-  if (next != ev.end() && !next->is_null()) {
-    uint64_t n = 0;
-    if (!readU64(ev, "next", &n)) return false;
-    w->next = n;
-  }
-  for (const json& p : *probes) {
-    if (!p.is_object() || !p.contains("coll") || !p["coll"].is_string()) continue;
-    const int c = parseColl(p["coll"].get<std::string>());
-    ProbeRange r;
-    if (c < 0 || c >= kNumCollTypes || !readU64(p, "min_bytes", &r.minBytes) || !readU64(p, "max_bytes", &r.maxBytes))
-      continue;
-    r.coll = static_cast<CollType>(c);
-    w->probes.push_back(r);
+// The coordinator's probe verdict as a window; false when it names no probe this reader knows.
+bool probeWindowOf(const logev::CoordinatorTable& t, uint64_t* comm, ProbeWindow* w) {
+  if (!parseComm(t.comm, comm)) return false;
+  w->boundary = t.boundary;
+  w->next = t.next;
+  for (const logev::Range& p : t.probes) {
+    const int c = parseColl(p.coll);
+    if (c < 0 || c >= kNumCollTypes) continue;
+    w->probes.push_back({static_cast<CollType>(c), p.minBytes, p.maxBytes});
   }
   return !w->probes.empty();
 }
@@ -76,49 +58,65 @@ PluginLog readPluginLog(std::istream& in, long pid) {
 }
 
 PluginLog readPluginLog(std::istream& in, const std::set<long>& pids) {
+  using logev::EventKind;
+  const auto quoted = [](std::string_view name) { return "\"" + std::string(name) + "\""; };
+  const std::string tableName = quoted(logev::eventName(EventKind::Table)),
+                    coordinator = quoted(logev::kSourceCoordinator), adaptName = quoted(logev::eventName(EventKind::Adapt)),
+                    startName = quoted(logev::eventName(EventKind::PluginStart)),
+                    droppedName = quoted(logev::eventName(EventKind::LogDropped));
   PluginLog log;
   std::string line;
   while (std::getline(in, line)) {
     // The log is mostly per-rank verdict lines: parse only the events read here.
-    const bool table = line.find("\"table\"") != std::string::npos && line.find("\"coordinator\"") != std::string::npos;
-    const bool adapt = line.find("\"adapt\"") != std::string::npos;
-    const bool start = line.find("\"plugin_start\"") != std::string::npos;
-    const bool dropped = line.find("\"log_dropped\"") != std::string::npos;
+    const bool table = line.find(tableName) != std::string::npos && line.find(coordinator) != std::string::npos;
+    const bool adapt = line.find(adaptName) != std::string::npos;
+    const bool start = line.find(startName) != std::string::npos;
+    const bool dropped = line.find(droppedName) != std::string::npos;
     if (!table && !adapt && !start && !dropped) continue;
-    json ev = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!ev.is_object() || !ev.contains("event") || !ev["event"].is_string()) {
+    const json ev = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const std::optional<EventKind> kind = logev::lineKindOf(ev);
+    if (!kind) {
       ++log.badLines;
       continue;
     }
-    uint64_t writer = 0;
-    if (!pids.empty() && readU64(ev, "pid", &writer) && pids.count(static_cast<long>(writer)) == 0) continue;
-    const std::string event = ev["event"].get<std::string>();
-    if (event == "table") {
-      auto src = ev.find("source");
-      if (src == ev.end() || *src != "coordinator") continue;
-      uint64_t comm = 0;
-      ProbeWindow w;
-      if (readProbeWindow(ev, &comm, &w)) log.probeWindows[comm].push_back(std::move(w));
-      else if (ev.contains("probes") && !(ev["probes"].is_array() && ev["probes"].empty())) ++log.badLines;
-    } else if (event == "adapt") {
-      AdaptEntry a;
-      auto kind = ev.find("kind");
-      if (!readComm(ev, &a.comm) || kind == ev.end() || !kind->is_string()) {
-        ++log.badLines;
-        continue;
+    try {
+      // A writer whose pid cannot be read is kept, as is a line without one (pid 0 is no process).
+      int64_t writer = 0;
+      try {
+        writer = ev.get<logev::Envelope>().pid;
+      } catch (const json::exception&) {
       }
-      a.kind = kind->get<std::string>();
-      uint64_t index = 0;
-      if (readU64(ev, "index", &index)) a.index = static_cast<int64_t>(index);
-      log.adapts.push_back(std::move(a));
-    } else if (event == "plugin_start") {
-      auto s = ev.find("settings");
-      if (log.sync || s == ev.end() || !s->is_object()) continue;
-      log.sync = setting(*s, "WIREWISE_SYNC");
-      log.policy = setting(*s, "WIREWISE_POLICY");
-    } else if (event == "log_dropped") {
-      uint64_t n = 0;
-      if (readU64(ev, "count", &n)) log.linesDropped += n;
+      if (!pids.empty() && writer > 0 && pids.count(static_cast<long>(writer)) == 0) continue;
+      if (*kind == EventKind::Table) {
+        auto src = ev.find(logev::kSourceKey);
+        if (src == ev.end() || *src != logev::kSourceCoordinator) continue;
+        const auto t = ev.get<logev::CoordinatorTable>();
+        uint64_t comm = 0;
+        ProbeWindow w;
+        if (probeWindowOf(t, &comm, &w))
+          log.probeWindows[comm].push_back(std::move(w));
+        else if (!t.probes.empty())
+          ++log.badLines;
+      } else if (*kind == EventKind::Adapt) {
+        const auto x = ev.get<logev::Adapt>();
+        AdaptEntry a;
+        if (!parseComm(x.comm, &a.comm) || x.kind.empty()) {
+          ++log.badLines;
+          continue;
+        }
+        a.kind = x.kind;
+        a.index = ev.contains(logev::kIndexKey) ? static_cast<int64_t>(x.index) : -1;
+        log.adapts.push_back(std::move(a));
+      } else if (*kind == EventKind::PluginStart) {
+        if (log.sync) continue;
+        const auto x = ev.get<logev::PluginStart>();
+        log.sync = setting(x, settingName(&Settings::sync));
+        log.policy = setting(x, settingName(&Settings::policy));
+      } else if (*kind == EventKind::LogDropped) {
+        log.linesDropped += ev.get<logev::LogDropped>().count;
+      }
+    } catch (const json::exception&) {
+      ++log.badLines;
     }
   }
   return log;
@@ -126,7 +124,7 @@ PluginLog readPluginLog(std::istream& in, const std::set<long>& pids) {
 
 std::map<std::string, uint64_t> adaptCounts(const PluginLog& log) {
   std::map<std::string, uint64_t> counts;
-  for (const char* k : {"calibrated", "alarm", "commit", "recover", "revert", "hold"}) counts[k] = 0;
+  for (logev::AdaptKind k : logev::kListedAdaptKinds) counts[std::string(logev::adaptKindName(k))] = 0;
   for (const AdaptEntry& a : log.adapts) ++counts[a.kind];
   return counts;
 }
