@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/nccl/tuner.h"
+#include "common/nccl/tuner.h"
 
 namespace wirewise::bench {
 

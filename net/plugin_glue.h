@@ -7,7 +7,7 @@
 #include <new>
 
 #include "net/transport.h"
-#include "plugin/nccl/net.h"
+#include "common/nccl/net.h"
 
 namespace wirewise::net::glue {
 

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "adaptive/types.h"
-#include "plugin/nccl/profiler.h"
-#include "plugin/nccl/tuner.h"
+#include "common/nccl/profiler.h"
+#include "common/nccl/tuner.h"
 #include "runtime/profiler_core.h"
 #include "runtime/tuner_core.h"
 

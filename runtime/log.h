@@ -3,7 +3,7 @@
 // Never called from the hot path except wwTrace (compiled out unless WIREWISE_ENABLE_TRACE).
 #pragma once
 
-#include "plugin/nccl/common.h"
+#include "common/nccl/common.h"
 
 namespace wirewise::log {
 

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "plugin/nccl/common.h"
+#include "common/nccl/common.h"
 #include "telemetry/prof_event.h"
 
 namespace wirewise {

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "adaptive/types.h"
-#include "plugin/nccl/common.h"
+#include "common/nccl/common.h"
 
 namespace wirewise {
 

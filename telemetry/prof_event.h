@@ -15,7 +15,7 @@ inline constexpr uint64_t kEvKernelCh = 1u << 6;
 inline constexpr uint64_t kEvNetPlugin = 1u << 7;
 inline constexpr uint64_t kEvKernelLaunch = 1u << 11;  // v5 only
 // NCCL's ncclProfilerEventState_t values that wirewise reads (same in v4 and v5; static_asserts in
-// plugin/shim_util.h check them against plugin/nccl/profiler.h).
+// plugin/shim_util.h check them against common/nccl/profiler.h).
 inline constexpr int kStateSendGpuWait = 8;    // ProxyStep: waiting for the local GPU to produce data
 inline constexpr int kStateSendWait = 9;       // ProxyStep: isend posted, on the network; carries transSize
 inline constexpr int kStateRecvWait = 10;      // ProxyStep: irecv posted, waiting for data

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "plugin/nccl/common.h"
+#include "common/nccl/common.h"
 
 namespace wirewise::tools {
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/nccl/net.h"
+#include "common/nccl/net.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include "bench/alloc_counter.h"
 #include "common/settings.h"
-#include "plugin/nccl/profiler.h"
+#include "common/nccl/profiler.h"
 
 namespace wirewise::bench {
 namespace {

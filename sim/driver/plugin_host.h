@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "adaptive/types.h"
-#include "plugin/nccl/common.h"
+#include "common/nccl/common.h"
 #include "sim/loader/nccl_loader.h"
 
 namespace wirewise::sim {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "plugin/nccl/common.h"
-#include "plugin/nccl/profiler.h"
-#include "plugin/nccl/tuner.h"
+#include "common/nccl/common.h"
+#include "common/nccl/profiler.h"
+#include "common/nccl/tuner.h"
 
 namespace wirewise::loader {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/nccl/net.h"
+#include "common/nccl/net.h"
 #include "tests/net/traffic.h"
 
 namespace wirewise::net::testing {

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "plugin/nccl/tuner.h"
+#include "common/nccl/tuner.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // exports only a symbol named ncclProfiler_v3 (its contents are never used by the harness).
 #include <cstring>
 
-#include "plugin/nccl/profiler.h"
+#include "common/nccl/profiler.h"
 #include "tests/sim/loader/fakes/fake_record.h"
 
 #define FAKE_EXPORT __attribute__((visibility("default")))

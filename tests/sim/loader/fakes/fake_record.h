@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "plugin/nccl/common.h"
-#include "plugin/nccl/profiler.h"
+#include "common/nccl/common.h"
+#include "common/nccl/profiler.h"
 
 struct FakeTunerRecord {
   // Script, set by the test.

@@ -1,5 +1,5 @@
 // A recording fake tuner plugin. FAKE_TUNER_V5/V4/V3/V2 choose which ncclTunerPlugin_vN symbols it exports.
-#include "plugin/nccl/tuner.h"
+#include "common/nccl/tuner.h"
 #include "tests/sim/loader/fakes/fake_record.h"
 
 #define FAKE_EXPORT __attribute__((visibility("default")))

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "plugin/nccl/common.h"
+#include "common/nccl/common.h"
 
 // nccl_net.h constants.
 #define NCCL_NET_HANDLE_MAXSIZE 128

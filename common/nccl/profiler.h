@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "plugin/nccl/common.h"
+#include "common/nccl/common.h"
 
 // Event type bits (nccl_profiler.h). v4 knows only the first eight.
 enum {

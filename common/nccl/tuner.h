@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "plugin/nccl/common.h"
+#include "common/nccl/common.h"
 
 #define NCCL_NUM_ALGORITHMS_V5 7
 #define NCCL_NUM_PROTOCOLS_V5 3
