@@ -1,6 +1,7 @@
 #include "runtime/sampler.h"
 
 #include "common/log_events.h"
+#include "common/settings.h"
 #include "control/wire.h"
 #include "runtime/link_notes.h"
 #include "runtime/log.h"

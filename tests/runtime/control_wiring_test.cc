@@ -26,7 +26,7 @@ TEST(ControlWiring, DeterministicSyncSpacesBoundariesFixedUnlessConfigured) {
 
 TEST(ControlWiring, ThePolicyAndDetectorComeFromTheSettings) {
   Settings s;
-  s.policy = "adaptive";
+  s.policy = PolicyKind::Adaptive;
   s.detectThreshold = 0.2;
   s.detectDrift = 0.05;
   s.exploreShare = 0.1;
@@ -35,7 +35,7 @@ TEST(ControlWiring, ThePolicyAndDetectorComeFromTheSettings) {
   s.joinTimeoutMs = 1234;
   control::ControlOptions o = controlOptions(s);
   const control::ControlOptions defaults;
-  EXPECT_EQ(o.policy, "adaptive");
+  EXPECT_EQ(o.policy, PolicyKind::Adaptive);
   EXPECT_DOUBLE_EQ(o.adaptive.detector.threshold, 0.2);
   EXPECT_DOUBLE_EQ(o.adaptive.detector.drift, 0.05);
   // The clip never exceeds three quarters of the threshold, so one outlier cannot trip the detector alone.
