@@ -37,7 +37,7 @@ void printSettings() {
   };
   std::vector<Row> rows;
   for (const SettingSpec& s : settingSpecs())
-    rows.push_back({{s.name, settingType(s), settingDefault(s), plainDoc(settingAccepted(s))}, plainDoc(s.doc)});
+    rows.push_back({{s.name, settingType(s), plainDoc(settingDefault(s)), plainDoc(settingAccepted(s))}, plainDoc(s.doc)});
   size_t w[4];
   for (int i = 0; i < 4; ++i) w[i] = std::string_view(headers[i]).size();
   for (const Row& r : rows)
