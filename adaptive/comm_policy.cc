@@ -24,8 +24,15 @@ constexpr uint64_t kSuspicion = 6;      // verdicts during which a new unhealthy
 // many of the probed bucket's collectives (at its healthy time) so that calibration and an early fault are
 // not left alone. Every probe is checked against it; an episode out of budget ends with what it measured.
 constexpr double kBurstCollectives = 192;
+// No probe is predicted to run a collective more than this many times the incumbent's time: the budget caps
+// the mean, this caps the tail a user sees as a step-time spike.
+constexpr double kMaxProbeCost = 1.5;
 constexpr int kMaxOutstanding = 2;   // probes of one bucket in flight (results come back two verdicts later)
 constexpr uint64_t kProbeTimeout = 4;  // verdicts after which an unmeasured probe is given up (or retried)
+// A probe whose interval held none of its collectives is issued again on an interval twice as long, at most
+// this many times: collectives come in runs (a step's bucketed all-reduces, then its all-gathers), so an
+// interval sized by a size's average share can fall between two runs of it.
+constexpr int kProbeRetries = 3;
 
 std::string decisionName(const Decision& d) {
   if (d.keepsNccl()) return std::string(logev::kNcclDecision);
@@ -106,6 +113,8 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
     b.colls += static_cast<uint64_t>(o.n);
     b.bytesSum += o.meanBytes * o.n;
     maxChannels_ = std::max<int>(maxChannels_, o.choice.nChannels);
+    if (o.choice.algo >= 0 && o.choice.algo < kNumAlgos)
+      algoChannels_[o.choice.algo] = std::max<int>(algoChannels_[o.choice.algo], o.choice.nChannels);
     if (o.n >= p_.minSamples) {
       if (o.slowChannels != 0)
         b.chans[o.choice] = {o.slowChannels, o.slowRatio, o.choice.nChannels, b.epoch};
@@ -118,7 +127,9 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
       for (auto it = b.pending.begin(); it != b.pending.end(); ++it)
         if (it->d.algo == o.choice.algo && it->d.proto == o.choice.proto &&
             (it->d.nChannels == 0 || it->d.nChannels == o.choice.nChannels)) {
+          reservedUs_ = std::max(0.0, reservedUs_ - it->reservedUs);
           b.pending.erase(it);
+          b.misses = 0;
           break;
         }
       addObservation(b.est, o, b.epoch);
@@ -163,7 +174,9 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
 uint64_t CommPolicy::probeLength(const Bucket& b, uint64_t spacing) const {
   double freq = totalColls_ > 0 ? static_cast<double>(b.colls) / static_cast<double>(totalColls_) : 1.0;
   uint64_t len = static_cast<uint64_t>(std::ceil(p_.minSamples / std::max(freq, 1e-6))) + 1;
-  return std::clamp<uint64_t>(len, p_.probeSpacing, std::max(spacing, p_.probeSpacing));
+  const uint64_t hi = std::max(spacing, p_.probeSpacing);
+  len = std::clamp<uint64_t>(len, p_.probeSpacing, hi);
+  return std::min(len << std::min(b.misses, kProbeRetries), hi << kProbeRetries);
 }
 
 double CommPolicy::busBw(const Bucket& b, double us) const {
@@ -263,6 +276,8 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   b.phase = Phase::Exploring;
   b.refineProbes = 0;
   b.triedChannels.clear();
+  b.retried.clear();
+  b.costly = 0;
   b.quick = false;
   b.confirmed = false;
   b.spentUs = 0;
@@ -429,6 +444,12 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   if (b.rankedBy && *b.ran != startRan && b.ran->nChannels != b.rankedBy->channels &&
       b.ran->nChannels <= b.rankedBy->channels)
     reason += "; " + explainChannels(*b.rankedBy, b.ran->nChannels);
+  if (b.costly > 0) {
+    char cap[16];
+    std::snprintf(cap, sizeof cap, "%.1fx", kMaxProbeCost);
+    reason += "; " + std::to_string(b.costly) + (b.costly == 1 ? " candidate" : " candidates") +
+              " predicted over " + cap + " the incumbent's time left unmeasured";
+  }
   if (cause) reason += "; " + cause->text;
   b.rankedBy.reset();
   ev.from = fromName;
@@ -467,6 +488,7 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
       b.startDecision = b.incumbent;
       b.startRan = b.nccl;
       b.rankedBy.reset();
+      b.costly = 0;
       b.stage = Stage::Pairs;
       b.phase = Phase::Exploring;
       break;
@@ -476,7 +498,9 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
       // Token bucket: episodes earn exploration time at exploreShare of the measured time, with a credit of
       // one episode's worth so that an early fault is not left alone. Calibration is bounded by construction
       // and not charged here (it is in exploredUs_).
-      if (!budgetAllows()) {
+      // Deferred when the budget cannot pay for even one probe at the incumbent's time on the shortest
+      // probe interval: an episode started then could measure nothing.
+      if (!budgetAllows(probeCostUs(b, b.incumbent, probeLength(b, 0)))) {
         // Over budget: keep the incumbent; the detector keeps watching. Said once per budget shortage.
         if (!b.deferred) {
           b.deferred = true;
@@ -505,30 +529,41 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
       ++it;
       continue;
     }
-    if (it->tries < 1) b.queue.push_front(it->d);
+    // A bounded number of times: a probe whose intervals keep holding none of its collectives (a size that
+    // comes a few times per second, or not at all any more) would otherwise be issued for ever and the
+    // episode never end.
+    ++b.misses;
+    if (std::count(b.retried.begin(), b.retried.end(), it->d) < kProbeRetries) {
+      b.retried.push_back(it->d);
+      b.queue.push_front(it->d);
+    }
+    reservedUs_ = std::max(0.0, reservedUs_ - it->reservedUs);
     it = b.pending.erase(it);
   }
   provisionalSwitch(b, index, boundary);
-  if (b.queue.empty() && b.pending.empty()) {
+  dropCostly(b);
+  // Nothing queued or in flight: the channel stage, then confirmation, then the end of the episode. Counts
+  // left out as too costly count as tried, so each round proposes others; a few rounds at most.
+  for (int round = 0; b.queue.empty() && b.pending.empty(); ++round) {
     auto best = bestInEpoch(b.est, b.epoch);
-    if (best && !b.quick && b.refineProbes < kMaxRefine) {
+    if (round < 4 && best && !b.quick && b.refineProbes < kMaxRefine) {
       b.stage = Stage::Channels;
       // The best pair's channel counts, then the runner-up pair's if it is within 10% (its best channel
       // count may not have been measured yet: a pair is first measured at one count only).
+      bool queued = false;
       for (const auto& [a, p] : topPairs(b, std::log(1.10)))
-        if (queueChannels(b, a, p)) break;
+        if ((queued = queueChannels(b, a, p))) break;
+      dropCostly(b);
+      if (queued) continue;
     }
-    if (b.queue.empty() && !needsConfirmation(b)) {
-      finishEpisode(b, index, boundary);
-      return false;
+    if (needsConfirmation(b)) {
+      dropCostly(b);
+      if (!b.queue.empty()) break;
     }
-  }
-  if (!b.queue.empty() && !budgetAllows()) {
-    b.queue.clear();  // out of budget: decide on what was measured
-    if (b.pending.empty()) finishEpisode(b, index, boundary);
+    finishEpisode(b, index, boundary);
     return false;
   }
-  return !b.queue.empty() && static_cast<int>(b.pending.size()) < kMaxOutstanding;
+  return !b.queue.empty() && affordable(b, b.queue.front()) && static_cast<int>(b.pending.size()) < kMaxOutstanding;
 }
 
 // The channel stage for one pair; true when it queued probes. With slow-channel evidence for the pair in
@@ -538,6 +573,10 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
 // grid/bracket search alone.
 bool CommPolicy::queueChannels(Bucket& b, int8_t algo, int8_t proto) {
   std::set<int>& tried = b.triedChannels[{algo, proto}];
+  // NCCL clamps a count above what the algorithm can run (NVLS runs at most its NVLS channels, fewer than
+  // the ring's): a probe above it would run, and be measured as, the clamped count. The most NCCL itself
+  // ran the algorithm with is the search's ceiling.
+  const int maxChannels = algo >= 0 && algo < kNumAlgos && algoChannels_[algo] > 0 ? algoChannels_[algo] : maxChannels_;
   const ChannelEvidence* ev = nullptr;
   double evLog = 0;
   // Only evidence measured at the comm's full channel count: that is where a slow NIC shows against its
@@ -545,21 +584,21 @@ bool CommPolicy::queueChannels(Bucket& b, int8_t algo, int8_t proto) {
   // two on NIC 0) shows too, and is already what the measured times say.
   for (const auto& [c, e] : b.chans) {
     auto est = b.est.find(c);
-    if (c.algo != algo || c.proto != proto || e.epoch != b.epoch || e.channels != maxChannels_ ||
+    if (c.algo != algo || c.proto != proto || e.epoch != b.epoch || e.channels != maxChannels ||
         est == b.est.end() || est->second.epoch != b.epoch || est->second.n == 0)
       continue;
     ev = &e, evLog = est->second.logUs;
   }
   auto best = bestInEpoch(b.est, b.epoch);
   if (ev == nullptr || !best) {
-    for (int c : channelCandidates(b.est, b.epoch, algo, proto, maxChannels_, tried))
+    for (int c : channelCandidates(b.est, b.epoch, algo, proto, maxChannels, tried))
       b.queue.push_back({algo, proto, static_cast<int8_t>(c)});
     return !b.queue.empty();
   }
   std::set<int> known = tried;
   for (const auto& [c, s] : b.est)
     if (c.algo == algo && c.proto == proto && s.epoch == b.epoch && s.n > 0) known.insert(c.nChannels);
-  for (int c : rankChannelCounts(*ev, evLog, best->second.logUs + std::log(1 - p_.switchGain), maxChannels_, known,
+  for (int c : rankChannelCounts(*ev, evLog, best->second.logUs + std::log(1 - p_.switchGain), maxChannels, known,
                                  kMaxOutstanding))
     b.queue.push_back({algo, proto, static_cast<int8_t>(c)});
   if (!b.queue.empty()) {
@@ -568,7 +607,7 @@ bool CommPolicy::queueChannels(Bucket& b, int8_t algo, int8_t proto) {
   }
   const double limit = best->second.logUs + std::log(p_.closeFactor);
   for (;;) {
-    std::vector<int> next = channelCandidates(b.est, b.epoch, algo, proto, maxChannels_, known);
+    std::vector<int> next = channelCandidates(b.est, b.epoch, algo, proto, maxChannels, known);
     if (next.empty()) return false;
     for (int c : next) {
       known.insert(c);
@@ -595,16 +634,101 @@ std::vector<std::pair<int8_t, int8_t>> CommPolicy::topPairs(const Bucket& b, dou
   return out;
 }
 
-bool CommPolicy::budgetAllows() const {
+double CommPolicy::allowanceUs() const {
   // The credit's unit is the comm's mean collective time: what one collective of its traffic costs.
   double unit = totalColls_ > 0 ? totalUs_ / static_cast<double>(totalColls_) : 0;
-  return exploredUs_ <= p_.exploreShare * totalUs_ + kBurstCollectives * unit;
+  return p_.exploreShare * totalUs_ + kBurstCollectives * unit;
 }
 
-Decision CommPolicy::issueProbe(Bucket& b, uint64_t index) {
+bool CommPolicy::budgetAllows(double moreUs) const {
+  return exploredUs_ + reservedUs_ + moreUs <= allowanceUs();
+}
+
+double CommPolicy::incumbentUs(const Bucket& b) const {
+  if (b.ran)
+    if (auto it = b.est.find(*b.ran); it != b.est.end() && it->second.epoch == b.epoch && it->second.n > 0)
+      return std::exp(it->second.logUs);
+  if (b.det.calibrated()) return std::exp(b.det.baseline());
+  return b.colls > 0 ? b.timeUs / static_cast<double>(b.colls) : 0;
+}
+
+// A candidate's time per collective, from what is known, best first: its own measurement in this epoch;
+// else its pair's measurements at other channel counts, moved along time = a + b/channels (fitted on two
+// counts; on one, all bandwidth: the pessimistic side); else the incumbent's time scaled by NCCL's own cost
+// ratio between the two pairs (NCCL's model is the only prior for a pair never measured here).
+double CommPolicy::predictUs(const Bucket& b, const Decision& d) const {
+  const double inc = incumbentUs(b);
+  if (!b.ran || inc <= 0) return inc;
+  const Choice ran = *b.ran;
+  const int8_t algo = d.algo == kAny ? ran.algo : d.algo, proto = d.proto == kAny ? ran.proto : d.proto;
+  std::map<int, double> pts;  // channel count -> µs, this pair, this epoch
+  for (const auto& [c, e] : b.est)
+    if (c.algo == algo && c.proto == proto && e.epoch == b.epoch && e.n > 0) pts[c.nChannels] = std::exp(e.logUs);
+  const int want = d.nChannels > 0 ? d.nChannels : (pts.empty() ? ran.nChannels : pts.rbegin()->first);
+  if (auto it = pts.find(want); it != pts.end()) return it->second;
+  if (pts.empty()) {
+    double ratio = 1.0;
+    if (b.sight && (algo != ran.algo || proto != ran.proto)) {
+      const float to = b.sight->cost[algo][proto], from = b.sight->cost[ran.algo][ran.proto];
+      if (to > 0 && from > 0 && to < CostTableView::kExcluded && from < CostTableView::kExcluded) ratio = to / from;
+    }
+    pts[ran.nChannels] = inc * ratio;
+  }
+  if (want <= 0) return pts.rbegin()->second;
+  // The two measured counts around `want`, or the two nearest it on one side (or the one there is).
+  auto hi = pts.lower_bound(want);
+  if (hi == pts.begin() && pts.size() > 1) ++hi;
+  if (hi == pts.end()) --hi;
+  auto lo = hi == pts.begin() ? hi : std::prev(hi);
+  const double c0 = std::max(1, lo->first), t0 = lo->second;
+  if (lo == hi) return want < c0 ? t0 * c0 / want : t0;  // more channels: no faster assumed, and no slower
+  const double c1 = std::max(1, hi->first), t1 = hi->second;
+  const double slope = (t0 - t1) / (1 / c0 - 1 / c1);  // b in a + b/c; <= 0: channels do not help
+  if (!(slope > 0)) return std::max(t0, t1);
+  const double a = t1 - slope / c1;
+  return std::max(a + slope / want, 0.0);
+}
+
+double CommPolicy::probeCostUs(const Bucket& b, const Decision& d, uint64_t len) const {
+  const double freq = totalColls_ > 0 ? static_cast<double>(b.colls) / static_cast<double>(totalColls_) : 1.0;
+  return std::max(1.0, freq * static_cast<double>(len)) * predictUs(b, d);
+}
+
+bool CommPolicy::affordable(const Bucket& b, const Decision& d) const {
+  const double inc = incumbentUs(b);
+  if (inc <= 0 || !b.ran) return true;
+  // A pair never measured in this epoch has only NCCL's model behind its prediction, and NCCL's model is
+  // what the search is there to correct (a pair it predicts 1.6x slower may be 25% faster): those are
+  // bounded by the prune factor instead, at calibration and by the common-mode prediction at an episode.
+  const int8_t algo = d.algo == kAny ? b.ran->algo : d.algo, proto = d.proto == kAny ? b.ran->proto : d.proto;
+  bool measured = false;
+  for (const auto& [c, e] : b.est) measured |= c.algo == algo && c.proto == proto && e.epoch == b.epoch && e.n > 0;
+  return !measured || predictUs(b, d) <= kMaxProbeCost * inc;
+}
+
+void CommPolicy::dropCostly(Bucket& b) {
+  // Candidates predicted too slow wait behind the others until those are measured (a count that looks
+  // costly from one point may not from two); once nothing else is queued or in flight, those still too
+  // slow go.
+  std::stable_partition(b.queue.begin(), b.queue.end(), [&](const Decision& d) { return affordable(b, d); });
+  if (!b.pending.empty() || (!b.queue.empty() && affordable(b, b.queue.front()))) return;
+  for (auto it = b.queue.begin(); it != b.queue.end();) {
+    if (affordable(b, *it)) {
+      ++it;
+      continue;
+    }
+    if (b.stage == Stage::Channels) b.triedChannels[{it->algo, it->proto}].insert(it->nChannels);
+    ++b.costly;
+    it = b.queue.erase(it);
+  }
+}
+
+Decision CommPolicy::issueProbe(Bucket& b, uint64_t index, uint64_t len) {
   Decision d = b.queue.front();
   b.queue.pop_front();
-  b.pending.push_back({d, index, 0});
+  const double cost = probeCostUs(b, d, len);
+  reservedUs_ += cost;
+  b.pending.push_back({d, index, cost});
   if (b.stage == Stage::Channels) {
     b.triedChannels[{d.algo, d.proto}].insert(d.nChannels);
     ++b.refineProbes;
@@ -626,12 +750,23 @@ PolicyStep CommPolicy::decide(uint64_t index, uint64_t boundary, uint64_t spacin
   std::stable_sort(want.begin(), want.end(), [](const Bucket* x, const Bucket* y) { return x->timeUs > y->timeUs; });
   uint64_t probeLen = want.empty() ? 0 : probeLength(*want.front(), normal);
   std::set<const Bucket*> probing;
-  for (Bucket* b : want)
-    if (probeLength(*b, normal) <= probeLen) probing.insert(b);
+  for (Bucket* b : want) {
+    if (probeLength(*b, normal) > probeLen) continue;
+    // Every probe is checked against the budget at its predicted cost on this interval. Out of budget, a
+    // calibration waits for the budget to grow (NCCL's choice runs meanwhile: it costs nothing to wait), and
+    // an episode decides on what it has measured (a fault does not wait).
+    if (budgetAllows(probeCostUs(*b, b->queue.front(), probeLen))) {
+      probing.insert(b);
+      continue;
+    }
+    if (!b->calibrated) continue;
+    b->queue.clear();
+    if (b->pending.empty()) finishEpisode(*b, index, boundary);
+  }
   for (auto& [key, b] : buckets_) {
     Decision d = b.incumbent;
     if (probing.count(&b)) {
-      d = issueProbe(b, index);
+      d = issueProbe(b, index, probeLen);
       out.probes.push_back({ruleFor(b.coll, b.bucket, d)});
     }
     if (!d.keepsNccl()) out.rules.push_back(ruleFor(b.coll, b.bucket, d));

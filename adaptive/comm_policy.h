@@ -71,7 +71,7 @@ class CommPolicy {
   struct Pending {
     Decision d;
     uint64_t issuedAt = 0;
-    int tries = 0;
+    double reservedUs = 0;  // its predicted cost, held against the budget until its measurement comes back
   };
   // A finished episode: what every candidate measured, and what won.
   struct Memory {
@@ -89,8 +89,11 @@ class CommPolicy {
     Stage stage = Stage::Pairs;
     std::deque<Decision> queue;
     std::vector<Pending> pending;
+    std::vector<Decision> retried;  // probes of this episode re-issued, once per retry (kProbeRetries at most)
+    int misses = 0;                 // probes in a row whose interval held none of the bucket's collectives
     std::map<std::pair<int, int>, std::set<int>> triedChannels;  // per (algo, proto), this episode
     int refineProbes = 0;
+    int costly = 0;  // candidates of this episode left out as predicted too slow to probe
     uint64_t epoch = 0;
     Estimates est;
     // Per choice, the slow-channel evidence of its latest interval with enough collectives; the channel
@@ -126,12 +129,24 @@ class CommPolicy {
   Bucket& bucketOf(int coll, int bucket);
   void ingest(std::span<const MemberEvidence> evidence, uint64_t index);
   bool advance(Bucket& b, uint64_t index, uint64_t boundary);
-  Decision issueProbe(Bucket& b, uint64_t index);
+  Decision issueProbe(Bucket& b, uint64_t index, uint64_t len);
   void startEpisode(Bucket& b, uint64_t index, uint64_t boundary);
   void finishEpisode(Bucket& b, uint64_t index, uint64_t boundary);
   bool needsConfirmation(Bucket& b);
   void provisionalSwitch(Bucket& b, uint64_t index, uint64_t boundary);
-  bool budgetAllows() const;
+  // The budget (docs/policy.md §3): measured probe time plus what the probes in flight are predicted to
+  // cost, never above exploreShare of the comm's measured time plus a small credit.
+  bool budgetAllows(double moreUs) const;
+  double allowanceUs() const;
+  // The incumbent's time per collective (µs), and a candidate's predicted time per collective.
+  double incumbentUs(const Bucket& b) const;
+  double predictUs(const Bucket& b, const Decision& d) const;
+  // Predicted cost of a probe of d on an interval of `len` collectives of the comm.
+  double probeCostUs(const Bucket& b, const Decision& d, uint64_t len) const;
+  // Probes predicted to run more than kMaxProbeCost x the incumbent's time wait until nothing is in flight,
+  // then are left out.
+  bool affordable(const Bucket& b, const Decision& d) const;
+  void dropCostly(Bucket& b);
   std::vector<std::pair<int8_t, int8_t>> topPairs(const Bucket& b, double within) const;
   bool queueChannels(Bucket& b, int8_t algo, int8_t proto);
   bool matchesPending(const Bucket& b, Choice c) const;
@@ -151,9 +166,10 @@ class CommPolicy {
   PolicyParams p_;
   EventFn emit_;
   std::map<std::pair<int, int>, Bucket> buckets_;
-  double totalUs_ = 0, exploredUs_ = 0;
+  double totalUs_ = 0, exploredUs_ = 0, reservedUs_ = 0;
   uint64_t totalColls_ = 0, mixed_ = 0;
   int maxChannels_ = 0;
+  int algoChannels_[kNumAlgos] = {};  // per algorithm, the most channels it has run with (NCCL's own count)
   std::vector<TableRule> lastRules_;
   std::map<std::string, LinkNote> links_;  // unhealthy links in the latest reports
 };

@@ -409,7 +409,14 @@ TEST(CommPolicy, NoiseAloneChangesNothingAfterCalibration) {
     Sim r({trafficA()}, ScenarioA{}, defaults(), seed, 0.02, 0.02);
     r.until(40);
     ASSERT_LT(r.calibratedAt(), 40u);
-    EXPECT_EQ(*r.incumbent(trafficA().bucket()), toDecision(fastest(r.cluster, 0, 0)));
+    // Neighbouring channel counts differ by 2% here, as much as one collective's noise: calibration must
+    // land on the fastest or on a count within that of it, not necessarily on the fastest itself.
+    const Decision cal = *r.incumbent(trafficA().bucket());
+    const Choice best = fastest(r.cluster, 0, 0);
+    EXPECT_EQ(cal.algo, best.algo);
+    EXPECT_EQ(cal.proto, best.proto);
+    EXPECT_LE(r.cluster.truth(0, 0, FakeCluster::resolve(cal, kNcclA)), 1.021 * r.cluster.truth(0, 0, best))
+        << name(FakeCluster::resolve(cal, kNcclA));
     const size_t eventsBefore = r.events.size();
     const auto rules = r.cluster.history.back().step.rules;
     ASSERT_EQ(rules.size(), 1u);
