@@ -13,7 +13,7 @@ namespace {
 struct Calib {
   double nvlinkEff;     // usable fraction of the NVLink bundle (I1: ~370 ring busbw on H100; I2: ~231 on A100)
   double pcieEff;       // usable fraction of PCIe for GPU peer traffic without NVLink (I9: host-bound, ~28)
-  double ctaCap[3];     // per-channel (one CTA) payload GB/s by protocol (S10 protocol sweep, S6 1 MB point)
+  double ctaCap[3];     // per-channel (one CTA) payload GB/s by protocol (S10 protocol sweep; LL: S6 64 KB point)
   double baseLat[3];    // µs, fixed cost by protocol
   double hopIntra[3];   // µs per intra-node hop (S6 8 B point: 14 hops ~ 13.7 µs with base)
   double hopNet[3];     // µs per network hop before net_latency_us (I11: 128 GPUs, 8 B ~ 62-72 µs)
