@@ -14,9 +14,10 @@
 //       nvlstree NVLS inside the node + tree edge on the channel's rail NIC, as above.
 //       pat     (one GPU per node) ring-like loads over the rail NIC.
 //     plus one private link per channel for the CTA's own throughput limit (per protocol);
-//   - loads are divided by the protocol's payload efficiency (LL 0.5, LL128 120/128, Simple 1) and by the
-//     algorithm's efficiency; competing foreign flows are greedy and share each link max-min fairly (progressive
-//     filling) with our channel flows; every channel moves the same bytes, so the slowest channel sets T_bw;
+//   - loads are divided by the protocol's payload efficiency (LL128 120/128, Simple 1; LL 0.5 on the network and
+//     0.40 on intra-node peer links, S10) and by the algorithm's efficiency; competing foreign flows are greedy and
+//     share each link max-min fairly (progressive filling) with our channel flows; every channel moves the same
+//     bytes, so the slowest channel sets T_bw;
 //   - latency is per hop by algorithm (intra hops, network hops + net_latency_us + added latency, base cost).
 // Pure and deterministic: no clock, no RNG (noise is the driver's job).
 #pragma once

@@ -13,7 +13,7 @@ namespace {
 struct Calib {
   double nvlinkEff;     // usable fraction of the NVLink bundle (I1: ~370 ring busbw on H100; I2: ~231 on A100)
   double pcieEff;       // usable fraction of PCIe for GPU peer traffic without NVLink (I9: host-bound, ~28)
-  double ctaCap[3];     // per-channel (one CTA) payload GB/s by protocol (S10 protocol sweep, S6 1 MB point)
+  double ctaCap[3];     // per-channel (one CTA) payload GB/s by protocol (S10 protocol sweep; LL: S6 64 KB point)
   double baseLat[3];    // µs, fixed cost by protocol
   double hopIntra[3];   // µs per intra-node hop (S6 8 B point: 14 hops ~ 13.7 µs with base)
   double hopNet[3];     // µs per network hop before net_latency_us (I11: 128 GPUs, 8 B ~ 62-72 µs)
@@ -39,7 +39,14 @@ const Calib& calibFor(GpuKind g) {
   return kAmpere;
 }
 
-constexpr double kProtoEff[3] = {0.5, 120.0 / 128.0, 1.0};  // model.md §3 (device.h line formats)
+// Payload share of the bytes a protocol puts on a link (model.md §3, device.h line formats). Across the network the
+// proxy moves whole LL/LL128 buffers, so the line format is the whole cost.
+constexpr double kProtoEff[3] = {0.5, 120.0 / 128.0, 1.0};
+// On intra-node peer links (NVLink, or PCIe without it) the SMs store the lines straight into the peer's buffer, and
+// LL's 16-byte stores use the link worse than its line format says. S10 (row 1f): ring LL 147 busbw at 256 MB on
+// 4xH100 against Simple's 340, i.e. 0.40 of the 367 GB/s usable bundle, not 0.5; NCCL's own single-node LL caps agree
+// (llMaxBw 141 on Hopper, 87.7 on Ampere: 0.39 and 0.37 of the ring Simple bus bandwidth, model.md §3).
+constexpr double kIntraProtoEff[3] = {0.40, 120.0 / 128.0, 1.0};
 constexpr double kTreeEff = 0.9;      // S10 1f: tree ~0.70 of ring on 4 GPUs, 0.75 of that is the 2S vs 1.5S load
 constexpr double kNvlsEff = 0.742;    // S6: NVLS algbw 274 on a 370.8 bundle
 constexpr double kNvlsTreeEff = 0.66;  // I10: NVLSTree ~340 busbw peak on 2 x 8 NVLink4 + 8 NDR (no H100 sweep)
@@ -159,14 +166,22 @@ TruthBreakdown truthBreakdown(const ClusterSpec& c, const CommLayout& l, const L
   const bool ar = q.coll == CollType::AllReduce;
   const bool agrs = q.coll == CollType::AllGather || q.coll == CollType::ReduceScatter;
   const double ringF = ar ? 2.0 * (n - 1) / n : agrs ? static_cast<double>(n - 1) / n : 1.0;
-  const double pe = kProtoEff[p];
+  const double pe = kProtoEff[p], peIntra = kIntraProtoEff[p];
   const double treeInter = nNodes == 2 ? 1.0 : 2.0;  // I5 on two nodes; interior+leaf average beyond
 
   // Per-link loads (bytes on the link per channel byte) and the CTA's payload factor, by algorithm.
   double intraLoad = 0, interLoad = 0, ctaLoad = 0;
   switch (q.algo) {
-    case kAlgoRing: intraLoad = interLoad = ringF / pe; ctaLoad = ringF; break;
-    case kAlgoTree: intraLoad = 2 / (pe * kTreeEff); interLoad = treeInter / (pe * kTreeEff); ctaLoad = 2; break;
+    case kAlgoRing:
+      intraLoad = ringF / peIntra;
+      interLoad = ringF / pe;
+      ctaLoad = ringF;
+      break;
+    case kAlgoTree:
+      intraLoad = 2 / (peIntra * kTreeEff);
+      interLoad = treeInter / (pe * kTreeEff);
+      ctaLoad = 2;
+      break;
     case kAlgoNvls: intraLoad = (ar ? 1.0 : ringF) / kNvlsEff; ctaLoad = ar ? 1.0 : ringF; break;
     case kAlgoNvlsTree:
       intraLoad = 1 / (kNvlsEff * kNvlsTreeEff);
