@@ -12,6 +12,7 @@ void addLogCommand(CLI::App& app);       // log_cmd.cc
 void addProbeCommand(CLI::App& app);     // probe_cmd.cc
 #ifdef WW_HAVE_SIMULATE
 void addSimulateCommand(CLI::App& app);  // simulate_cmd.cc (the simulator's)
+void addScenarioCommand(CLI::App& app);  // scenario_cmd.cc (the simulator's scenario generator)
 #endif
 
 }  // namespace wirewise::tools

@@ -13,11 +13,16 @@ int main(int argc, char** argv) {
   wirewise::tools::addProbeCommand(app);
 #ifdef WW_HAVE_SIMULATE
   wirewise::tools::addSimulateCommand(app);
+  wirewise::tools::addScenarioCommand(app);
 #endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);
+    // `wirewise scenario` promises exit status 2 for every bad argument; CLI11's own usage errors are 100 and up.
+    const auto parsed = app.get_subcommands();
+    if (rc >= 100 && !parsed.empty() && parsed.front()->get_name() == "scenario") return 2;
+    return rc;
   }
   return 0;
 }

@@ -45,18 +45,18 @@ void simLogger(ncclDebugLogLevel level, unsigned long /*flags*/, const char* /*f
 }
 
 std::string faultLabel(const Fault& f) {
-  static const char* kKinds[] = {"degrade", "contention", "latency", "flap"};
-  static const char* kLinks[] = {"nic", "nvlink", "pcie", "net"};
-  std::string s = std::string(kKinds[static_cast<int>(f.kind)]) + " " + kLinks[static_cast<int>(f.link)];
+  std::string s = std::string(faultKindName(f.kind)) + " " + std::string(linkKindName(f.link));
   if (f.link != LinkKind::Net) {
     s += " node " + (f.node < 0 ? std::string("*") : std::to_string(f.node));
     s += " #" + (f.index < 0 ? std::string("*") : std::to_string(f.index));
   }
   char b[64] = "";
-  if (f.kind == FaultKind::Degrade || f.kind == FaultKind::Flap) std::snprintf(b, sizeof b, " x%g", f.factor);
+  if (f.kind == FaultKind::Degrade || f.kind == FaultKind::Flap || f.kind == FaultKind::Ramp)
+    std::snprintf(b, sizeof b, " x%g", f.factor);
   if (f.kind == FaultKind::Contention) std::snprintf(b, sizeof b, " %d flows", f.flows);
   if (f.kind == FaultKind::Latency) std::snprintf(b, sizeof b, " +%g us", f.addUs);
   if (f.kind == FaultKind::Flap) s += " every " + std::to_string(f.periodSteps) + " steps";
+  if (f.kind == FaultKind::Ramp) s += " over " + std::to_string(f.rampSteps) + " steps";
   return s + b;
 }
 

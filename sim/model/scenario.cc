@@ -207,12 +207,13 @@ int parseSelector(const Json* v, const std::string& path, int count, const char*
 }
 
 Fault parseFault(const Json& j, const std::string& p, const ClusterSpec& c, int steps) {
-  requireObject(j, p, {"kind", "link", "node", "index", "factor", "flows", "add_us", "period_steps", "from_step",
-                       "to_step"});
+  requireObject(j, p, {"kind", "link", "node", "index", "factor", "flows", "add_us", "period_steps", "ramp_steps",
+                       "levels", "from_step", "to_step"});
   Fault f;
   f.kind = getEnum<FaultKind>(required(j, p, "kind"), join(p, "kind"),
                               {{"degrade", FaultKind::Degrade}, {"contention", FaultKind::Contention},
-                               {"latency", FaultKind::Latency}, {"flap", FaultKind::Flap}});
+                               {"latency", FaultKind::Latency}, {"flap", FaultKind::Flap},
+                               {"ramp", FaultKind::Ramp}});
   f.link = getEnum<LinkKind>(required(j, p, "link"), join(p, "link"),
                              {{"nic", LinkKind::Nic}, {"nvlink", LinkKind::Nvlink}, {"pcie", LinkKind::Pcie},
                               {"net", LinkKind::Net}});
@@ -225,7 +226,7 @@ Fault parseFault(const Json& j, const std::string& p, const ClusterSpec& c, int 
   auto forbid = [&](const char* key) {
     if (field(j, key) != nullptr) fail(join(p, key), "not used by this fault kind");
   };
-  if (f.kind == FaultKind::Degrade || f.kind == FaultKind::Flap) {
+  if (f.kind == FaultKind::Degrade || f.kind == FaultKind::Flap || f.kind == FaultKind::Ramp) {
     f.factor = getNumber(need("factor"), join(p, "factor"));
     if (!(f.factor > 0 && f.factor <= 1)) fail(join(p, "factor"), "must be in (0, 1]");
     forbid("flows");
@@ -244,6 +245,16 @@ Fault parseFault(const Json& j, const std::string& p, const ClusterSpec& c, int 
     f.periodSteps = static_cast<int>(getInt(need("period_steps"), join(p, "period_steps"), 1, 100000000));
   } else {
     forbid("period_steps");
+  }
+  if (f.kind == FaultKind::Ramp) {
+    f.rampSteps = static_cast<int>(getInt(need("ramp_steps"), join(p, "ramp_steps"), 1, 100000000));
+    f.rampLevels = std::min(f.rampSteps, kDefaultRampLevels);
+    if (const Json* v = field(j, "levels")) {
+      f.rampLevels = static_cast<int>(getInt(*v, join(p, "levels"), 1, f.rampSteps));
+    }
+  } else {
+    forbid("ramp_steps");
+    forbid("levels");
   }
   if (const Json* v = field(j, "from_step")) f.fromStep = static_cast<int>(getInt(*v, join(p, "from_step"), 0, steps));
   if (const Json* v = field(j, "to_step")) {
@@ -323,6 +334,29 @@ std::string_view dtypeName(DType d) {
   }
   return "f8";
 }
+
+std::string_view faultKindName(FaultKind k) {
+  switch (k) {
+    case FaultKind::Degrade: return "degrade";
+    case FaultKind::Contention: return "contention";
+    case FaultKind::Latency: return "latency";
+    case FaultKind::Flap: return "flap";
+    case FaultKind::Ramp: break;
+  }
+  return "ramp";
+}
+
+std::string_view linkKindName(LinkKind k) {
+  switch (k) {
+    case LinkKind::Nic: return "nic";
+    case LinkKind::Nvlink: return "nvlink";
+    case LinkKind::Pcie: return "pcie";
+    case LinkKind::Net: break;
+  }
+  return "net";
+}
+
+std::string_view transportName(Transport t) { return t == Transport::Ib ? "ib" : "socket"; }
 
 size_t dtypeSize(DType d) { return d == DType::F32 ? 4 : d == DType::F8 ? 1 : 2; }
 

@@ -17,7 +17,7 @@ namespace wirewise::sim {
 enum class GpuKind : uint8_t { H100Sxm, H200Sxm, A100Sxm, Pcie, Generic };
 enum class Transport : uint8_t { Ib, Socket };
 enum class DType : uint8_t { F32, Bf16, F16, F8 };
-enum class FaultKind : uint8_t { Degrade, Contention, Latency, Flap };
+enum class FaultKind : uint8_t { Degrade, Contention, Latency, Flap, Ramp };
 enum class LinkKind : uint8_t { Nic, Nvlink, Pcie, Net };
 
 // Everything the presets fill in for one `cluster.gpu`; explicit cluster fields override them.
@@ -33,6 +33,9 @@ struct GpuPreset {
 GpuPreset gpuPreset(GpuKind kind);
 std::string_view gpuKindName(GpuKind kind);
 std::string_view dtypeName(DType d);
+std::string_view faultKindName(FaultKind k);  // "degrade", ... as in the file
+std::string_view linkKindName(LinkKind k);    // "nic", ...
+std::string_view transportName(Transport t);  // "ib", "socket"
 size_t dtypeSize(DType d);
 
 struct ClusterSpec {
@@ -78,16 +81,21 @@ struct Workload {
 
 inline constexpr int kAllIndex = -1;  // "*" for faults[].node / faults[].index
 inline constexpr int kUntilEnd = -1;  // faults[].to_step omitted
+// A ramp falls in `levels` equal levels, by default min(ramp_steps, this): the truth model is evaluated once per
+// distinct link state, so a long ramp must not cost one evaluation per step.
+inline constexpr int kDefaultRampLevels = 32;
 
 struct Fault {
   FaultKind kind = FaultKind::Degrade;
   LinkKind link = LinkKind::Nic;
   int node = kAllIndex;
   int index = kAllIndex;
-  double factor = 1.0;  // degrade / flap: capacity multiplier in (0, 1]
+  double factor = 1.0;  // degrade / flap / ramp: capacity multiplier in (0, 1] (a ramp's final one)
   int flows = 0;        // contention: competing greedy flows
   double addUs = 0;     // latency: microseconds added per hop
   int periodSteps = 0;  // flap
+  int rampSteps = 0;    // ramp: steps from 1 down to factor, starting at from_step
+  int rampLevels = 0;   // ramp: equal levels of the fall, 1..rampSteps (0: min(rampSteps, kDefaultRampLevels))
   int fromStep = 0;
   int toStep = kUntilEnd;
 };

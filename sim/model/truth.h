@@ -47,9 +47,15 @@ struct LinkState {
 
 LinkState healthyLinkState(const ClusterSpec& cluster);
 // Applies every fault active at `step` (active on [from_step, to_step); flap: degraded for period_steps, healthy
-// for period_steps, repeating from from_step). Faults compose: multipliers multiply, flows and latency add.
+// for period_steps, repeating from from_step; ramp: see faultFactorAt). Faults compose: multipliers multiply,
+// flows and latency add.
 LinkState linkStateAt(const Scenario& scenario, int step);
 bool faultActiveAt(const Fault& fault, int step);
+// The capacity multiplier an active degrade, flap or ramp applies at `step`: its factor, except that a ramp falls
+// linearly from 1 to factor over ramp_steps in L = levels (default min(ramp_steps, 32)) equal levels, then holds: at
+// from_step + k it is at level ceil((k + 1) L / ramp_steps) (at most L): one level per step when L = ramp_steps,
+// the first already at from_step, and factor reached by from_step + ramp_steps - 1.
+double faultFactorAt(const Fault& fault, int step);
 
 struct TruthQuery {
   CollType coll = CollType::AllReduce;
