@@ -60,6 +60,15 @@ struct FaultOutcome {
   std::string label;                // "degrade nic node 1 #3 x0.25"
 };
 
+// What the probes cost against their incumbents (probe_cost.h has the definitions). Ratios and inflations are
+// unset (0) when nothing was explored; the report then gives null.
+struct ProbeCost {
+  uint64_t collectives = 0;  // exploration collectives priced
+  uint64_t steps = 0;        // steps with at least one of them
+  double ratioP99 = 0, ratioMax = 0;                  // probe's true time / its incumbent's
+  double stepInflationP99 = 0, stepInflationMax = 0;  // step comm time / the same step without the probes
+};
+
 // One of the processes that played the ranks (SimOptions::procs), as it reported itself.
 struct ProcessOutcome {
   int firstRank = 0, ranks = 0;  // global ranks [firstRank, firstRank + ranks)
@@ -86,6 +95,7 @@ struct SimResult {
   // Wirewise collectives run under a probe verdict (exploration.h): their summed span, and how many.
   double explorationUs = 0;
   uint64_t explorationCollectives = 0;
+  ProbeCost probeCost;
   std::map<std::string, uint64_t> adaptations;  // the coordinator's "adapt" events by kind
   std::vector<int> tableChangeSteps;  // steps at which wirewise's decisions differ from the step before
   // Provenance.

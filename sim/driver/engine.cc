@@ -22,6 +22,7 @@
 #include "sim/driver/plan.h"
 #include "sim/driver/plugin_env.h"
 #include "sim/driver/plugin_host.h"
+#include "sim/driver/probe_cost.h"
 #include "sim/driver/process_group.h"
 #include "sim/driver/steps.h"
 
@@ -282,9 +283,24 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
       log = readPluginLog(logIn, pids);
     }
   }
-  const Exploration expl = explorationOf(log, out.records);
+  std::vector<char> explored;
+  const Exploration expl = explorationOf(log, out.records, &explored);
   res.explorationUs = expl.us;
   res.explorationCollectives = expl.collectives;
+  {
+    ProbeCostModel pm;
+    pm.nRanks = nRanks;
+    for (const Slot& s : plan.slots) {
+      pm.slotRanks.push_back(plan.instances[s.instance].spec->ranks);
+      pm.defaultChoice.push_back(packChoice(s.deflt.algo, s.deflt.proto, s.deflt.nChannels));
+    }
+    pm.trueUs = [&](const CollRecord& c, uint32_t choice) {
+      int algo = 0, proto = 0, nCh = 0;
+      unpackChoice(choice, &algo, &proto, &nCh);
+      return trueTimeUs(sc, plan, plan.stateOfStep[c.step], c.slot, algo, proto, nCh);
+    };
+    res.probeCost = probeCostOf(out.records, explored, pm);
+  }
   res.adaptations = adaptCounts(log);
   res.syncInForce = log.sync;
   res.policyInForce = log.policy;

@@ -129,7 +129,7 @@ std::map<std::string, uint64_t> adaptCounts(const PluginLog& log) {
   return counts;
 }
 
-Exploration explorationOf(const PluginLog& log, const std::vector<CollRecord>& colls) {
+Exploration explorationOf(const PluginLog& log, const std::vector<CollRecord>& colls, std::vector<char>* explored) {
   // Per comm, the collectives in seq order; each window then touches only the collectives it spans.
   std::map<uint64_t, std::vector<size_t>> byComm;
   for (size_t i = 0; i < colls.size(); ++i)
@@ -149,6 +149,7 @@ Exploration explorationOf(const PluginLog& log, const std::vector<CollRecord>& c
       }
     }
   }
+  if (explored != nullptr) *explored = std::move(hit);
   return e;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "adaptive/types.h"
+#include "sim/driver/noise.h"
 
 namespace wirewise::sim {
 
@@ -53,12 +54,17 @@ std::map<std::string, uint64_t> adaptCounts(const PluginLog& log);
 
 // One wirewise collective as the driver ran it: its communicator instance, the tuner's per-instance
 // getCollInfo sequence number, what it was, and its span (start = last member's arrival, to the common end).
+// The rest says where and how it ran, for pricing probes against their incumbents (probe_cost.h).
 struct CollRecord {
   uint64_t comm = 0;
   uint64_t seq = 0;
   CollType coll = CollType::AllReduce;
   uint64_t bytes = 0;
-  double us = 0;
+  double us = 0;      // true time of the choice under the step's link state x noise.multiplier
+  int step = 0;
+  int slot = 0;       // the plan's slot (instance, workload entry)
+  uint32_t choice = 0;  // packChoice(algo, proto, nChannels) in force
+  NoiseDraw noise = {};
 };
 
 struct Exploration {
@@ -67,8 +73,10 @@ struct Exploration {
 };
 
 // The collectives that ran under a probe: same comm, boundary <= seq < next of a probe verdict, and
-// (coll, bytes) inside one of that verdict's probe ranges. Each collective counts once.
-Exploration explorationOf(const PluginLog& log, const std::vector<CollRecord>& colls);
+// (coll, bytes) inside one of that verdict's probe ranges. Each collective counts once. explored, if given,
+// receives one flag per record (1: counted as exploration).
+Exploration explorationOf(const PluginLog& log, const std::vector<CollRecord>& colls,
+                          std::vector<char>* explored = nullptr);
 
 // Test helper: explorationOf over a log given as lines (every writer).
 Exploration explorationFromLines(const std::vector<std::string>& lines, const std::vector<CollRecord>& colls);

@@ -84,6 +84,14 @@ nlohmann::json reportJson(const SimResult& r) {
   // Extras (docs/simulator.md).
   j["exploration_share"] = explorationShare(r);
   j["exploration_collectives"] = r.explorationCollectives;
+  const ProbeCost& pc = r.probeCost;
+  const auto orNull = [](bool have, double v) { return have ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  j["probe_cost"] = {{"collectives", pc.collectives},
+                     {"ratio_p99", orNull(pc.collectives > 0, pc.ratioP99)},
+                     {"ratio_max", orNull(pc.collectives > 0, pc.ratioMax)},
+                     {"steps", pc.steps},
+                     {"step_inflation_p99", orNull(pc.steps > 0, pc.stepInflationP99)},
+                     {"step_inflation_max", orNull(pc.steps > 0, pc.stepInflationMax)}};
   j["adaptations"] = r.adaptations;
   j["seed"] = r.seed;
   j["steps"] = r.steps;
@@ -152,6 +160,15 @@ std::string reportTable(const SimResult& r) {
                 explorationShare(r) * 100.0, r.explorationUs * 1e-6,
                 static_cast<unsigned long long>(r.explorationCollectives));
   out += buf;
+  if (r.probeCost.collectives > 0) {
+    const ProbeCost& pc = r.probeCost;
+    std::snprintf(buf, sizeof buf,
+                  "  probe cost vs incumbent: time ratio p99 %.3f max %.3f; step inflation p99 %.3f max %.3f"
+                  " (%llu steps)\n",
+                  pc.ratioP99, pc.ratioMax, pc.stepInflationP99, pc.stepInflationMax,
+                  static_cast<unsigned long long>(pc.steps));
+    out += buf;
+  }
   std::string adapt;
   for (const auto& [kind, n] : r.adaptations)
     if (n > 0) adapt += (adapt.empty() ? "" : ", ") + std::to_string(n) + " " + kind;

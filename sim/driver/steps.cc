@@ -33,7 +33,10 @@ constexpr uint32_t kNoPick = 0xffffffffu;
 uint32_t encodePick(const Pick& p) { return p.ok ? packChoice(p.algo, p.proto, p.nChannels) : kNoPick; }
 Pick decodePick(uint32_t v) {
   if (v == kNoPick) return Pick{};
-  return Pick{static_cast<int8_t>(v >> 24), static_cast<int8_t>((v >> 16) & 0xff), static_cast<int>(v & 0xffff), true};
+  Pick p;
+  unpackChoice(v, &p.algo, &p.proto, &p.nChannels);
+  p.ok = true;
+  return p;
 }
 void putWord(std::string* s, uint32_t v) { s->append(reinterpret_cast<const char*>(&v), sizeof v); }
 uint32_t wordAt(const std::string& s, size_t i) {
@@ -82,9 +85,16 @@ uint32_t packChoice(int algo, int proto, int nCh) {
          static_cast<uint32_t>(nCh & 0xffff);
 }
 
+void unpackChoice(uint32_t packed, int* algo, int* proto, int* nChannels) {
+  *algo = static_cast<int8_t>(packed >> 24);
+  *proto = static_cast<int8_t>((packed >> 16) & 0xff);
+  *nChannels = static_cast<int>(packed & 0xffff);
+}
+
 std::string choiceName(uint32_t packed) {
-  const int algo = static_cast<int8_t>(packed >> 24), proto = static_cast<int8_t>((packed >> 16) & 0xff);
-  return std::string(algoName(algo)) + "/" + std::string(protoName(proto)) + "/" + std::to_string(packed & 0xffff);
+  int algo = 0, proto = 0, nCh = 0;
+  unpackChoice(packed, &algo, &proto, &nCh);
+  return std::string(algoName(algo)) + "/" + std::string(protoName(proto)) + "/" + std::to_string(nCh);
 }
 
 Ownership::Ownership(const Plan& plan, int nRanks, int n) : procs(n) {
@@ -261,7 +271,8 @@ StepsOut playSteps(const StepsIn& in) {
           clocks[2].run(ranks, nd, tOra[st][si], nullptr);
           arrivals.resize(nm);
           const double end = clocks[3].run(ranks, nd, lastWwTime[si], arrivals.data());
-          out.records.push_back({inst.commId, instSeq[s.instance]++, s.coll, s.bytes, lastWwTime[si] * nd.multiplier});
+          out.records.push_back(
+              {inst.commId, instSeq[s.instance]++, s.coll, s.bytes, lastWwTime[si] * nd.multiplier, step, si, packed, nd});
 
           // The profiler sees each rank's kernel from its own arrival to the common end.
           CollEmit ev;

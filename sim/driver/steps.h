@@ -53,6 +53,7 @@ StepsOut playSteps(const StepsIn& in);
 
 // (algo, proto, nChannels) in one word, as the choices histograms and the process channels carry it.
 uint32_t packChoice(int algo, int proto, int nChannels);
+void unpackChoice(uint32_t packed, int* algo, int* proto, int* nChannels);
 std::string choiceName(uint32_t packed);
 
 }  // namespace wirewise::sim

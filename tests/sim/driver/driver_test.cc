@@ -261,6 +261,8 @@ TEST(Driver, StaticPolicyLeavesNcclsChoices) {
   EXPECT_TRUE(r.tableChangeSteps.empty());
   EXPECT_EQ(r.explorationUs, 0.0);
   EXPECT_EQ(r.explorationCollectives, 0u);
+  EXPECT_EQ(r.probeCost.collectives, 0u);
+  EXPECT_TRUE(reportJson(r)["probe_cost"]["ratio_max"].is_null());
   for (const auto& [kind, n] : r.adaptations) EXPECT_EQ(n, 0u) << kind;
   EXPECT_EQ(r.divergences, 0u);
 }
@@ -386,6 +388,18 @@ TEST(Driver, ExplorationAgreesWithTheCoordinatorsProbes) {
   EXPECT_EQ(r.explorationUs > 0, !probed.empty());
   EXPECT_LE(r.explorationUs, r.modes[3].commTimeUs);
   EXPECT_NEAR(reportJson(r)["exploration_share"].get<double>(), r.explorationUs / r.modes[3].commTimeUs, 1e-12);
+  // Every explored collective is priced against its incumbent (probe_cost.h).
+  EXPECT_EQ(r.probeCost.collectives, r.explorationCollectives);
+  EXPECT_EQ(r.probeCost.steps > 0, r.explorationCollectives > 0);
+  EXPECT_LE(r.probeCost.steps, static_cast<uint64_t>(r.steps));
+  if (r.probeCost.collectives > 0) {
+    EXPECT_GT(r.probeCost.ratioMax, 0.0);
+    EXPECT_LE(r.probeCost.ratioP99, r.probeCost.ratioMax);
+    EXPECT_LE(r.probeCost.stepInflationP99, r.probeCost.stepInflationMax);
+    std::printf("probe cost: ratio p99 %.3f max %.3f, step inflation p99 %.4f max %.4f over %llu steps\n",
+                r.probeCost.ratioP99, r.probeCost.ratioMax, r.probeCost.stepInflationP99,
+                r.probeCost.stepInflationMax, static_cast<unsigned long long>(r.probeCost.steps));
+  }
   // The adaptive policy calibrates by probing; other policies do not probe.
   if (r.policyInForce == std::optional<std::string>("adaptive")) {
     EXPECT_GT(probeVerdicts, 0);
