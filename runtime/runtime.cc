@@ -95,7 +95,7 @@ Runtime::Runtime(const EnvSource& env, std::optional<logev::Face> by) : host_(ho
   if (by) start.profilerFace = *by == logev::Face::Profiler;
   log_->post(start);
   WW_INFO(NCCL_INIT, "version %s, mode %s, log %s", WIREWISE_VERSION, std::string(enumName(settings_.mode)).c_str(),
-          settings_.logPath.empty() ? "disabled" : settings_.logPath.c_str());
+          settings_.logPath.empty() || !log_->ok() ? "disabled" : settings_.logPath.c_str());
   const PostFn post = [this](nlohmann::json ev) { event(std::move(ev)); };
 
   sinks_ = std::make_unique<SinkTracker>(post, steadyNow, std::chrono::milliseconds(settings_.summaryMs));
