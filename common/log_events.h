@@ -463,11 +463,16 @@ struct PluginStart {
   static constexpr EventKind kKind = EventKind::PluginStart;
   std::string version, host;
   std::map<std::string, std::string> settings;  // variable name -> effective value as text
+  // Whether the profiler face started the plugin; false: a tuner init did, so this process has no profiler
+  // face (NCCL initialises a communicator's profiler before its tuner), measures nothing and cannot
+  // adapt. Absent when neither face started it (a test or a tool), and in logs from before the key.
+  std::optional<bool> profilerFace;
   template <class S, class V>
   static void visit(S& s, V& v) {
     v("version", s.version);
     v("host", s.host);
     v.stringMap("settings", s.settings);
+    v("profiler_face", s.profilerFace);
   }
 };
 WW_LOG_RECORD(PluginStart)

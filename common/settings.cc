@@ -1,5 +1,7 @@
 #include "common/settings.h"
 
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cinttypes>
@@ -16,7 +18,8 @@ constexpr EnumValue<PolicyKind> kPolicies[] = {
     {"static", PolicyKind::Static}, {"adaptive", PolicyKind::Adaptive}, {"random-test", PolicyKind::RandomTest, false}};
 constexpr EnumValue<bool> kSwitch[] = {{"on", true}, {"off", false}, {"1", true, false}, {"0", false, false}};
 
-constexpr const char* kDefaultLog = "${TMPDIR:-/tmp}/wirewise/%h-%p.jsonl";
+// Per user: a directory every user shares would be created by whoever came first, with their mode.
+constexpr const char* kDefaultLog = "${TMPDIR:-/tmp}/wirewise-%u/%h-%p.jsonl";
 
 // The table. Order is the documentation's: general, agreement, policy, net face, telemetry.
 const SettingSpec kSpecs[] = {
@@ -28,8 +31,11 @@ const SettingSpec kSpecs[] = {
      "`nccl_tuner.conf` CSV"},
     {"WIREWISE_LOG",
      TextRow{&Settings::logPath, TextKind::Path, kDefaultLog, nullptr, "a writable path, or 'none'", true, true, true},
-     "the adaptation log ([adaptation-log.md](adaptation-log.md)); `%h` is the host name, `%p` the process id, `%%` "
-     "a percent sign; missing directories are created"},
+     "the adaptation log ([adaptation-log.md](adaptation-log.md)); `%h` is the host name, `%p` the process id, `%u` "
+     "the user id, `%%` a percent sign. Missing directories are created 0700 and the file 0600; a symbolic link, or "
+     "a file that is not this user's, is refused. The default's directory must be this user's and writable by "
+     "nobody else, else the log is off ([adaptation-log.md](adaptation-log.md#where-the-log-goes)); either refusal "
+     "is one WARN naming the path and the fix"},
     {"WIREWISE_SUMMARY_MS", IntRow{&Settings::summaryMs, 100, 3600000},
      "interval between observation summaries in the adaptation log, in milliseconds"},
     {"WIREWISE_EVENT_POOL", IntRow{&Settings::eventPool, 16, 1 << 20},
@@ -46,8 +52,17 @@ const SettingSpec kSpecs[] = {
      "(one node), then loopback"},
     {"WIREWISE_JOB_KEY",
      SecretRow{&Settings::jobKey, "(derived from the launcher's job id)", "any non-empty text"},
-     "shared secret that authenticates every control-plane message; set it wherever other users can reach the "
-     "coordinator's port (a derived key only keeps stray jobs apart). Never logged"},
+     "shared secret that authenticates every control-plane message; set it (or `WIREWISE_JOB_KEY_FILE`) wherever "
+     "other users can reach the coordinator's port (a derived key only keeps stray jobs apart: "
+     "[control-plane.md](control-plane.md#threat-model)). Never logged"},
+    {"WIREWISE_JOB_KEY_FILE",
+     TextRow{&Settings::jobKeyFile, TextKind::Path, nullptr, "(none)", "a file only its owner can read (chmod 600)",
+             false, false, true},
+     "the job key kept in a file (its content without surrounding white space), e.g. on a file system every node "
+     "mounts, so that it is in no environment; it must be a regular file of this user's that nobody else may read "
+     "or write (`chmod 600`). A file that others may read, or one missing or empty, is refused with a WARN naming "
+     "it, and the process then joins no coordinator: its communicators keep their static table (it never falls "
+     "back to a derived key). Wins over `WIREWISE_JOB_KEY`. The content is never logged"},
     {"WIREWISE_SYNC_TIMEOUT_MS", IntRow{&Settings::syncTimeoutMs, 100, 3600000},
      "a communicator waiting this long at a boundary for its verdict logs a WARN (coordinator, communicator, "
      "boundary, time waited), and again every interval; it keeps waiting"},
@@ -157,7 +172,7 @@ std::string rangeText(const IntRow& r) {
   return r.zeroMeansOff ? "0, or " + range : range;
 }
 
-// %h, %p, %% and the one shell-style default the log's default path uses.
+// %h, %p, %u, %% and the one shell-style default the log's default path uses.
 }  // namespace
 
 std::string expandSettingPath(std::string path, const EnvSource& env, const std::string& host, long pid) {
@@ -172,6 +187,7 @@ std::string expandSettingPath(std::string path, const EnvSource& env, const std:
       char c = path[i + 1];
       if (c == 'h') { out += host; ++i; continue; }
       if (c == 'p') { out += std::to_string(pid); ++i; continue; }
+      if (c == 'u') { out += std::to_string(static_cast<unsigned long>(::geteuid())); ++i; continue; }
       if (c == '%') { out += '%'; ++i; continue; }
     }
     out += path[i];

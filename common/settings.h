@@ -70,6 +70,7 @@ struct Settings {
   SyncMode sync = SyncMode::Off;
   std::string coordinator;  // host:port as given; control/rendezvous parses it
   Secret jobKey;
+  std::string jobKeyFile;  // "" = none; control/rendezvous reads it
   int64_t syncTimeoutMs = 30000;
   int64_t syncGiveUpMs = 0;  // 0: wait for ever
   int64_t joinTimeoutMs = 10000;
@@ -131,7 +132,7 @@ struct TextRow {
   const char* fallback;      // the value when unset (before expansion); null: the member stays ""
   const char* shownDefault;  // what the docs print as the default when fallback is null ("(none)")
   const char* accepted;      // what the docs print as accepted
-  bool expand = false;       // %h: host name, %p: pid, %%: a percent sign
+  bool expand = false;       // %h: host name, %p: pid, %u: user id, %%: a percent sign
   bool noneDisables = false; // "none" or "off" gives "" (a disabled output)
   bool emptyWarns = false;   // set but empty is a mistake worth a WARN, not the same as unset
 };
@@ -205,7 +206,7 @@ struct SettingProblem {
 Settings readSettings(const EnvSource& env, const std::string& host, long pid, std::vector<SettingProblem>* problems);
 Settings readSettings(const EnvSource& env, const std::string& host, long pid, std::vector<std::string>* warnings);
 
-// A path setting's expansion: ${TMPDIR:-/tmp}, %h (host), %p (pid), %% (a percent sign).
+// A path setting's expansion: ${TMPDIR:-/tmp}, %h (host), %p (pid), %u (effective user id), %% (a percent sign).
 std::string expandSettingPath(std::string path, const EnvSource& env, const std::string& host, long pid);
 
 // docs/settings.md's generated table (Markdown), and `wirewise settings`'s plain-text doc of one setting.

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "common/safe_files.h"
 #include "control/sha256.h"
 
 namespace wirewise::control {
@@ -65,6 +66,9 @@ Rendezvous resolveRendezvous(const Settings& s, const EnvSource& env) {
   }
   if (std::string job = get(env, "SLURM_JOB_ID"); !job.empty()) {
     std::string host = firstSlurmHost(get(env, "SLURM_JOB_NODELIST"));
+    if (std::string step = slurmStep(env); !host.empty() && !step.empty())
+      return {host, portFromText("slurm:" + job + "." + step), "SLURM_JOB_NODELIST/SLURM_JOB_ID/SLURM_STEP_ID",
+              problem};
     if (!host.empty()) return {host, portFromText("slurm:" + job), "SLURM_JOB_NODELIST/SLURM_JOB_ID", problem};
   }
   std::string ompiJob = get(env, "OMPI_MCA_ess_base_jobid");
@@ -72,26 +76,70 @@ Rendezvous resolveRendezvous(const Settings& s, const EnvSource& env) {
     return {"127.0.0.1", portFromText("ompi:" + ompiJob), "Open MPI (single node)", problem};
   // One host, no launcher variables: loopback. Jobs of other users (or with other keys) on the same port
   // fail authentication, so their members never join: they stay observe-only rather than diverge.
-  return {"127.0.0.1", portFromText("loopback:" + s.jobKey.value + ":" + get(env, "USER")), "loopback",
-          problem};
+  // A key file stands for its key by its path: the port is chosen before, and without, reading it.
+  const std::string key = s.jobKeyFile.empty() ? s.jobKey.value : "file:" + s.jobKeyFile;
+  return {"127.0.0.1", portFromText("loopback:" + key + ":" + get(env, "USER")), "loopback", problem};
+}
+
+std::string slurmStep(const EnvSource& env) {
+  std::string step = get(env, "SLURM_STEP_ID");
+  return step.empty() ? get(env, "SLURM_STEPID") : step;
 }
 
 JobKey resolveJobKey(const Settings& s, const EnvSource& env, long uid) {
-  if (const std::string& k = s.jobKey.value; !k.empty()) return {{k.begin(), k.end()}, settingName(&Settings::jobKey)};
-  static const char* const kIds[] = {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE",
-                                     "MASTER_ADDR"};
+  if (const std::string& path = s.jobKeyFile; !path.empty()) {
+    const char* name = settingName(&Settings::jobKeyFile);
+    JobKey k;
+    k.source = name;
+    std::string problem;
+    std::string text = readSecretFile(path, static_cast<uid_t>(uid), kMaxKeyFileBytes, &problem);
+    if (!problem.empty()) {
+      k.problem = std::string(name) + "=" + path + " is refused: " + problem +
+                  "; until then this process joins no coordinator and its communicators keep their static table";
+      return k;
+    }
+    k.key.assign(text.begin(), text.end());
+    if (s.jobKey.set())
+      k.notice = std::string(settingName(&Settings::jobKey)) + " is ignored: " + name + "=" + path +
+                 " is set too and wins; unset one of them";
+    return k;
+  }
+  if (const std::string& k = s.jobKey.value; !k.empty()) {
+    JobKey out;
+    out.key.assign(k.begin(), k.end());
+    out.source = settingName(&Settings::jobKey);
+    return out;
+  }
   std::string material = "wirewise-job-key:uid=" + std::to_string(uid);
   std::string source = "uid only";
-  for (const char* name : kIds) {
-    if (std::string v = get(env, name); !v.empty()) {
-      material += std::string(":") + name + "=" + v;
-      if (std::string(name) == "MASTER_ADDR") material += ":" + get(env, "MASTER_PORT");
-      source = name;
-      break;
+  // torchrun's default rendezvous id names no job: every job of the user that does not set one has it.
+  std::string runId = get(env, "TORCHELASTIC_RUN_ID");
+  if (runId == "none") runId.clear();
+  if (!runId.empty()) {
+    material += ":TORCHELASTIC_RUN_ID=" + runId;
+    source = "TORCHELASTIC_RUN_ID";
+  } else if (std::string job = get(env, "SLURM_JOB_ID"); !job.empty()) {
+    material += ":SLURM_JOB_ID=" + job;
+    source = "SLURM_JOB_ID";
+    if (std::string step = slurmStep(env); !step.empty()) {
+      material += ":SLURM_STEP_ID=" + step;
+      source += "/SLURM_STEP_ID";
+    }
+  } else {
+    for (const char* name : {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "MASTER_ADDR"}) {
+      if (std::string v = get(env, name); !v.empty()) {
+        material += std::string(":") + name + "=" + v;
+        if (std::string(name) == "MASTER_ADDR") material += ":" + get(env, "MASTER_PORT");
+        source = name;
+        break;
+      }
     }
   }
   Digest d = sha256({reinterpret_cast<const uint8_t*>(material.data()), material.size()});
-  return {{d.begin(), d.end()}, "derived from " + source};
+  JobKey out;
+  out.key.assign(d.begin(), d.end());
+  out.source = "derived from " + source;
+  return out;
 }
 
 }  // namespace wirewise::control

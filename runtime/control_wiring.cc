@@ -68,7 +68,14 @@ ControlWiring::ControlWiring(const Settings& settings, const ParsedConfig& confi
   rvHost_ = rv.host;
   rvPort_ = rv.port;
   rvSource_ = rv.source;
-  control::JobKey k = control::resolveJobKey(settings_, env, static_cast<long>(getuid()));
+  control::JobKey k = control::resolveJobKey(settings_, env, static_cast<long>(geteuid()));
+  if (!k.notice.empty()) WW_WARN(NCCL_INIT | NCCL_ENV, "%s", k.notice.c_str());
+  if (k.refused()) {
+    // Observe only rather than a derived key: whoever can derive that could steer this job.
+    keyRefused_ = true;
+    WW_WARN(NCCL_INIT | NCCL_ENV, "%s", k.problem.c_str());
+    hooks_.event(logev::Control{.level = "warn", .message = k.problem});
+  }
   jobKey_ = std::move(k.key);
   jobKeySource_ = k.source;
 }
@@ -82,7 +89,7 @@ void ControlWiring::stop() {
 
 control::ControlPlane* ControlWiring::plane() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (settings_.sync == SyncMode::Off || settings_.mode != Mode::Apply) return nullptr;
+  if (settings_.sync == SyncMode::Off || settings_.mode != Mode::Apply || keyRefused_) return nullptr;
   if (started_) return control_.get();
   started_ = true;
   control::ControlOptions o = controlOptions(settings_);

@@ -42,7 +42,8 @@ class ControlWiring {
   ~ControlWiring();
 
   // Started by the first call (its I/O thread, client and maybe coordinator); null when sync is off, in
-  // observe mode, or when it could not start. Thread-safe; never called from getCollInfo.
+  // observe mode, when the job-key file was refused, or when it could not start. Thread-safe; never called
+  // from getCollInfo.
   control::ControlPlane* plane();
   // Stops the plane (its I/O thread posts events, so it goes before the log). Idempotent.
   void stop();
@@ -55,6 +56,7 @@ class ControlWiring {
   uint16_t rvPort_ = 0;
   std::vector<uint8_t> jobKey_;
   std::string jobKeySource_;
+  bool keyRefused_ = false;  // the key file was refused: join no coordinator
   std::mutex mu_;
   bool started_ = false;
   std::unique_ptr<control::ControlPlane> control_;

@@ -57,7 +57,9 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
   *context = nullptr;
   log::setLogger(args.logger);
   try {
-    RuntimeRef rt = RuntimeRef::acquire();  // released on the way out unless the comm keeps it
+    // Released on the way out unless the comm keeps it.
+    RuntimeRef rt = RuntimeRef::acquire(processEnv(), logev::Face::Profiler);
+    rt->noteProfilerFace();  // this comm's tuner, initialised next, has its profiler
     // NCCL 2.28.9 finalizes only non-null contexts, so hold no reference for this comm.
     if (rt->settings().mode == Mode::Off) return ncclSuccess;
     gPid.store(static_cast<int>(getpid()), std::memory_order_relaxed);

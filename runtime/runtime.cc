@@ -49,9 +49,9 @@ std::vector<adapt::LinkNote> Runtime::linkNotes() {
   return sampler_ ? sampler_->linkNotes() : std::vector<adapt::LinkNote>{};
 }
 
-Runtime* Runtime::acquire(const EnvSource& env) {
+Runtime* Runtime::acquire(const EnvSource& env, std::optional<logev::Face> by) {
   std::lock_guard<std::mutex> lock(gMu);
-  if (gRuntime == nullptr) gRuntime = new Runtime(env);
+  if (gRuntime == nullptr) gRuntime = new Runtime(env, by);
   ++gRefs;
   return gRuntime;
 }
@@ -74,27 +74,34 @@ int Runtime::references() {
   return gRefs;
 }
 
-Runtime::Runtime(const EnvSource& env) : host_(hostName()) {
+Runtime::Runtime(const EnvSource& env, std::optional<logev::Face> by) : host_(hostName()) {
   std::vector<std::string> warnings;
   settings_ = readSettings(env, host_, static_cast<long>(getpid()), &warnings);
   for (const auto& w : warnings) WW_WARN(NCCL_INIT | NCCL_ENV, "%s", w.c_str());
-  log_ = std::make_unique<AdaptationLog>(settings_.logPath, static_cast<size_t>(settings_.logQueue));
+  // The default lies in a directory of a shared /tmp: it must be this user's own. A path the user chose
+  // may be a shared one (a project's log directory); its file is still checked.
+  const char* logSetting = env(settingName(&Settings::logPath));
+  const bool defaultLog = logSetting == nullptr || *logSetting == '\0';
+  log_ = std::make_unique<AdaptationLog>(settings_.logPath, static_cast<size_t>(settings_.logQueue), defaultLog);
   if (!settings_.logPath.empty() && !log_->ok())
-    WW_WARN(NCCL_INIT, "cannot write the adaptation log at %s (%s); set %s to a writable path or 'none'",
-            settings_.logPath.c_str(), log_->error().c_str(), settingName(&Settings::logPath));
+    WW_WARN(NCCL_INIT, "the adaptation log is off: %s (or set %s to another path, or to 'none')", log_->error().c_str(),
+            settingName(&Settings::logPath));
+  if (by == logev::Face::Profiler) noteProfilerFace();
+  // First in the log: the parts below may post (a refused key file does).
+  logev::PluginStart start;
+  start.version = WIREWISE_VERSION;
+  start.host = host_;
+  start.settings = settingsEcho(settings_).get<std::map<std::string, std::string>>();
+  if (by) start.profilerFace = *by == logev::Face::Profiler;
+  log_->post(start);
+  WW_INFO(NCCL_INIT, "version %s, mode %s, log %s", WIREWISE_VERSION, std::string(enumName(settings_.mode)).c_str(),
+          settings_.logPath.empty() || !log_->ok() ? "disabled" : settings_.logPath.c_str());
   const PostFn post = [this](nlohmann::json ev) { event(std::move(ev)); };
 
   sinks_ = std::make_unique<SinkTracker>(post, steadyNow, std::chrono::milliseconds(settings_.summaryMs));
   control_ = std::make_unique<ControlWiring>(
       settings_, config_, env,
       ControlHooks{post, [this] { return linkNotes(); }, sinks_.get()});
-  logev::PluginStart start;
-  start.version = WIREWISE_VERSION;
-  start.host = host_;
-  start.settings = settingsEcho(settings_).get<std::map<std::string, std::string>>();
-  log_->post(start);
-  WW_INFO(NCCL_INIT, "version %s, mode %s, log %s", WIREWISE_VERSION, std::string(enumName(settings_.mode)).c_str(),
-          settings_.logPath.empty() ? "disabled" : settings_.logPath.c_str());
 
   if (!settings_.config.empty()) {
     config_ = parseConfigFile(settings_.config, readFileText(settings_.config, kMaxConfigBytes));
@@ -161,9 +168,9 @@ void Runtime::stopThread() {
   if (sampler_) sampler_->stop();
 }
 
-RuntimeRef RuntimeRef::acquire(const EnvSource& env) {
+RuntimeRef RuntimeRef::acquire(const EnvSource& env, std::optional<logev::Face> by) {
   RuntimeRef r;
-  r.rt_ = Runtime::acquire(env);
+  r.rt_ = Runtime::acquire(env, by);
   r.owns_ = true;
   return r;
 }

@@ -8,8 +8,10 @@
 // at unload or exit. Nothing here is touched by getCollInfo or the profiler callbacks.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 
 #include "adaptive/config.h"
 #include "adaptive/evidence_types.h"
+#include "common/log_events.h"
 #include "runtime/sampler.h"
 #include "common/settings.h"
 #include "telemetry/adaptation_log.h"
@@ -34,9 +37,10 @@ class ControlPlane;
 
 class Runtime {
  public:
-  // Takes a reference, creating the runtime on first use. env is used only when it is created. The faces
-  // use RuntimeRef, which releases for them.
-  static Runtime* acquire(const EnvSource& env = processEnv());
+  // Takes a reference, creating the runtime on first use. env is used only when it is created, and so is
+  // `by`, the face whose init is calling (plugin_start's profiler_face; nullopt: a test or a tool). The
+  // faces use RuntimeRef, which releases for them.
+  static Runtime* acquire(const EnvSource& env = processEnv(), std::optional<logev::Face> by = std::nullopt);
   // Drops a reference; the last one destroys the runtime (joins its threads, flushes the log).
   static void release();
   // For tests and the CLI: number of live references (0 when no runtime exists).
@@ -67,6 +71,14 @@ class Runtime {
   // The link sampler, null when WIREWISE_COLLECT_MS is 0, the mode is off or the collectors failed to start.
   const Sampler* sampler() const { return sampler_.get(); }
 
+  // Whether a profiler face has initialised since the runtime started (NCCL initialises a communicator's
+  // profiler before its tuner, so a tuner init that finds none has no profiler face at all).
+  void noteProfilerFace() { profilerFace_.store(true, std::memory_order_relaxed); }
+  bool profilerFaceSeen() const { return profilerFace_.load(std::memory_order_relaxed); }
+  // The WARNs given once per runtime (runtime/face_notices.h): true for the first caller of each kind.
+  enum class Notice { NoProfilerFace, LegacyTuner, kCount };
+  bool firstNotice(Notice n) { return !noticed_[static_cast<size_t>(n)].exchange(true); }
+
   // The control plane (docs/control-plane.md), started by the first call. Null when WIREWISE_SYNC is
   // off. Thread-safe; never called from getCollInfo.
   control::ControlPlane* controlPlane();
@@ -75,12 +87,14 @@ class Runtime {
   void stopThread();  // stops every thread; idempotent
 
  private:
-  explicit Runtime(const EnvSource& env);
+  Runtime(const EnvSource& env, std::optional<logev::Face> by);
   void startSampler(const EnvSource& env);
 
   Settings settings_;
   std::string host_;
   ParsedConfig config_;
+  std::atomic<bool> profilerFace_{false};
+  std::atomic<bool> noticed_[static_cast<size_t>(Notice::kCount)] = {};
   // Declared in lifetime order: the parts post to the log, so it is destroyed after them; launches_
   // outlives the CUPTI collector that the sampler owns.
   std::unique_ptr<AdaptationLog> log_;
@@ -95,7 +109,7 @@ class Runtime {
 class RuntimeRef {
  public:
   RuntimeRef() = default;
-  static RuntimeRef acquire(const EnvSource& env = processEnv());
+  static RuntimeRef acquire(const EnvSource& env = processEnv(), std::optional<logev::Face> by = std::nullopt);
   // The reference a comm has held since its init (kept with keep()): released when this goes.
   static RuntimeRef adopt();
   ~RuntimeRef() { reset(); }

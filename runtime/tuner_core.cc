@@ -17,6 +17,7 @@
 #include "control/control_plane.h"
 #include "control/member.h"
 #include "control/sha256.h"
+#include "runtime/face_notices.h"
 #include "runtime/log.h"
 #include "runtime/runtime.h"
 
@@ -185,7 +186,8 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
   *context = nullptr;
   log::setLogger(args.logger);
   try {
-    RuntimeRef rt = RuntimeRef::acquire();  // released on the way out unless the comm keeps it
+    // Released on the way out unless the comm keeps it.
+    RuntimeRef rt = RuntimeRef::acquire(processEnv(), logev::Face::Tuner);
     auto c = std::make_unique<TunerComm>();
     c->commId = args.hasCommId ? args.commId : ((1ull << 63) | gLocalCommIds.fetch_add(1));
     c->nRanks = args.nRanks;
@@ -198,6 +200,7 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
                               .nRanks = static_cast<int64_t>(args.nRanks),
                               .nNodes = static_cast<int64_t>(args.nNodes),
                               .rank = std::nullopt});
+    noticeTunerFaces(*rt, args.abiVersion, processEnv());  // no profiler face, or a tuner older than v5
 
     // The static table depends only on the shared config file and the comm's shape (nRanks, nNodes),
     // so every rank that reads the same file builds the same table.

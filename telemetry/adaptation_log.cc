@@ -8,6 +8,8 @@
 #include <ctime>
 #include <filesystem>
 
+#include "common/safe_files.h"
+
 namespace wirewise {
 namespace {
 
@@ -26,24 +28,26 @@ std::string isoUtcNow() {
 
 }  // namespace
 
-AdaptationLog::AdaptationLog(std::string path, size_t maxQueuedLines)
+AdaptationLog::AdaptationLog(std::string path, size_t maxQueuedLines, bool ownDir)
     : path_(std::move(path)), maxQueued_(maxQueuedLines == 0 ? 1 : maxQueuedLines) {
   if (path_.empty()) {
     error_ = "disabled (empty path)";
     return;
   }
   try {
-    std::filesystem::path parent = std::filesystem::path(path_).parent_path();
-    std::error_code ec;
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    if (ec) {
-      error_ = "cannot create directory " + parent.string() + ": " + ec.message();
-      return;
-    }
+    const uid_t uid = ::geteuid();
+    const std::string parent = std::filesystem::path(path_).parent_path().string();
+    if (error_ = makePrivateDirs(parent); !error_.empty()) return;
+    int dirFd = -1;
+    if (ownDir && (dirFd = openOwnDir(parent.empty() ? "." : parent, uid, &error_)) < 0) return;
+    const int fd = openAppendLog(dirFd, path_, uid, &error_);
+    if (dirFd >= 0) ::close(dirFd);
+    if (fd < 0) return;
     // Append: several processes may share one file; each line is a single write of a whole batch.
-    file_ = std::fopen(path_.c_str(), "a");
+    file_ = ::fdopen(fd, "a");
     if (file_ == nullptr) {
       error_ = "cannot open " + path_ + ": " + std::strerror(errno);
+      ::close(fd);
       return;
     }
     writer_ = std::thread([this] { run(); });

@@ -19,9 +19,12 @@ namespace wirewise {
 
 class AdaptationLog {
  public:
-  // path "" disables the log (post() is then a no-op). Creates parent directories as needed. An
-  // unopenable path disables the log; ok() tells, error() says why.
-  AdaptationLog(std::string path, size_t maxQueuedLines);
+  // path "" disables the log (post() is then a no-op). Creates missing parent directories (0700) and the
+  // file (0600), never through a symbolic link; an existing file must be a regular one of this user's
+  // (common/safe_files.h). ownDir: the directory must also be this user's and writable by nobody else (the
+  // default location, in a shared /tmp). A refused or unopenable path disables the log; ok() tells,
+  // error() says why and what to do.
+  AdaptationLog(std::string path, size_t maxQueuedLines, bool ownDir = false);
   ~AdaptationLog();  // flushes what is queued, then joins the writer
   AdaptationLog(const AdaptationLog&) = delete;
   AdaptationLog& operator=(const AdaptationLog&) = delete;

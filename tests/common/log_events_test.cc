@@ -89,6 +89,8 @@ TEST(LogEvents, ProcessEventsRoundTrip) {
   PluginStart s;
   s.version = "0.1.0", s.host = "node07", s.settings = {{"WIREWISE_MODE", "apply"}, {"WIREWISE_LOG", ""}};
   expectRoundTrip(s, {"event", "version", "host", "settings"});
+  s.profilerFace = false;  // a tuner started the plugin: no profiler face
+  expectRoundTrip(s, {"event", "version", "host", "settings", "profiler_face"});
   PluginStop stop;
   stop.logDropped = 3;
   expectRoundTrip(stop, {"event", "log_dropped"});

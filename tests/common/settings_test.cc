@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -24,6 +25,9 @@ struct FakeEnv {
   }
 };
 
+// The default log's directory is per user: "wirewise-<effective uid>".
+const std::string kUid = std::to_string(::geteuid());
+
 Settings read(const FakeEnv& env, std::vector<std::string>* warnings) {
   return readSettings(env.source(), "node7", 4242, warnings);
 }
@@ -35,7 +39,7 @@ TEST(Settings, DefaultsWithEmptyEnvironment) {
   EXPECT_TRUE(w.empty());
   EXPECT_EQ(s.mode, Mode::Apply);
   EXPECT_EQ(s.config, "");
-  EXPECT_EQ(s.logPath, "/tmp/wirewise/node7-4242.jsonl");
+  EXPECT_EQ(s.logPath, "/tmp/wirewise-" + kUid + "/node7-4242.jsonl");
   EXPECT_EQ(s.summaryMs, 10000);
   EXPECT_EQ(s.eventPool, 1024);
   EXPECT_EQ(s.logQueue, 8192);
@@ -44,7 +48,7 @@ TEST(Settings, DefaultsWithEmptyEnvironment) {
 TEST(Settings, DefaultLogFollowsTmpdir) {
   FakeEnv env{{{"TMPDIR", "/scratch"}}};
   std::vector<std::string> w;
-  EXPECT_EQ(read(env, &w).logPath, "/scratch/wirewise/node7-4242.jsonl");
+  EXPECT_EQ(read(env, &w).logPath, "/scratch/wirewise-" + kUid + "/node7-4242.jsonl");
 }
 
 TEST(Settings, GoodValuesAreTaken) {
@@ -63,6 +67,29 @@ TEST(Settings, GoodValuesAreTaken) {
   EXPECT_EQ(s.summaryMs, 250);
   EXPECT_EQ(s.eventPool, 64);
   EXPECT_EQ(s.logQueue, 16);
+}
+
+TEST(Settings, PathsExpandTheUserId) {
+  FakeEnv env{{{"WIREWISE_LOG", "/logs/%u/%h.jsonl"}}};
+  std::vector<std::string> w;
+  EXPECT_EQ(read(env, &w).logPath, "/logs/" + kUid + "/node7.jsonl");
+  EXPECT_EQ(expandSettingPath("a-%u-%%u", env.source(), "h", 1), "a-" + kUid + "-%u");
+}
+
+// The key file's path is a setting like any other (the file is read, with its checks, by the rendezvous);
+// its path is echoed, never its content.
+TEST(Settings, TheJobKeyFileIsAPath) {
+  std::vector<std::string> w;
+  Settings s = read(FakeEnv{{{"WIREWISE_JOB_KEY_FILE", "/home/u/.wirewise-key"}}}, &w);
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(s.jobKeyFile, "/home/u/.wirewise-key");
+  EXPECT_EQ(settingsEcho(s).at("WIREWISE_JOB_KEY_FILE"), "/home/u/.wirewise-key");
+  EXPECT_STREQ(settingName(&Settings::jobKeyFile), "WIREWISE_JOB_KEY_FILE");
+  s = read(FakeEnv{{{"WIREWISE_JOB_KEY_FILE", ""}}}, &w);
+  EXPECT_EQ(s.jobKeyFile, "");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0], HasSubstr("WIREWISE_JOB_KEY_FILE is set but empty"));
+  EXPECT_THAT(w[0], HasSubstr("chmod 600"));
 }
 
 TEST(Settings, LogCanBeDisabled) {
@@ -116,7 +143,7 @@ TEST(Settings, EmptyLogValueWarnsAndKeepsDefault) {
   Settings s = read(env, &w);
   ASSERT_EQ(w.size(), 1u);
   EXPECT_THAT(w[0], HasSubstr("WIREWISE_LOG"));
-  EXPECT_EQ(s.logPath, "/tmp/wirewise/node7-4242.jsonl");
+  EXPECT_EQ(s.logPath, "/tmp/wirewise-" + kUid + "/node7-4242.jsonl");
 }
 
 TEST(Settings, BadEnumValuesAreCaseInsensitiveAndNameTheListedValues) {
@@ -209,7 +236,7 @@ TEST(Settings, TheEchoHasEveryRowAndTheValuesInForce) {
   EXPECT_EQ(echo.at("WIREWISE_NET_HEDGE"), "4");
   EXPECT_EQ(echo.at("WIREWISE_MODE"), "observe");
   EXPECT_EQ(echo.at("WIREWISE_EXPLORE_SHARE"), "0.015000");  // as the echo has always printed reals
-  EXPECT_EQ(echo.at("WIREWISE_LOG"), "/tmp/wirewise/node7-4242.jsonl");
+  EXPECT_EQ(echo.at("WIREWISE_LOG"), "/tmp/wirewise-" + kUid + "/node7-4242.jsonl");
 }
 
 // Names outside the table come from settingName; one for every member, each distinct.
@@ -223,7 +250,7 @@ TEST(Settings, EveryMemberHasOneName) {
   std::sort(names.begin(), names.end());
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "a name used twice";
   // One row per member: the table and the struct cannot drift apart silently.
-  EXPECT_EQ(settingSpecs().size(), 31u) << "a member was added to Settings or a row to the table: keep both";
+  EXPECT_EQ(settingSpecs().size(), 32u) << "a member was added to Settings or a row to the table: keep both";
 }
 
 TEST(Settings, OnlyTheNetFacesRowsAreItsOwn) {

@@ -58,5 +58,24 @@ TEST(ControlWiring, NoPlaneWithoutSync) {
   EXPECT_EQ(w.plane(), nullptr);  // observe mode never agrees on tables
 }
 
+// A refused key file: the refusal goes to the log, and no plane starts (never a derived key instead).
+TEST(ControlWiring, ARefusedKeyFileStartsNoPlane) {
+  Settings s;
+  s.sync = SyncMode::On;
+  s.jobKeyFile = "/nonexistent/wirewise.key";
+  ParsedConfig config;
+  std::vector<nlohmann::json> events;
+  ControlHooks hooks;
+  hooks.event = [&](nlohmann::json ev) { events.push_back(std::move(ev)); };
+  ControlWiring w(s, config, [](const char*) -> const char* { return nullptr; }, hooks);
+  EXPECT_EQ(w.plane(), nullptr);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].value("event", ""), "control");
+  EXPECT_EQ(events[0].value("level", ""), "warn");
+  EXPECT_NE(events[0].value("message", "").find("WIREWISE_JOB_KEY_FILE=/nonexistent/wirewise.key is refused"),
+            std::string::npos)
+      << events[0].dump();
+}
+
 }  // namespace
 }  // namespace wirewise

@@ -98,6 +98,52 @@ TEST_F(AdaptationLogTest, UnopenablePathsReportAndDoNotCrash) {
   EXPECT_FALSE(isDir.error().empty());
 }
 
+// The file and the directories it needs are created private; the log is appended to, never replaced.
+TEST_F(AdaptationLogTest, CreatesItsDirectoriesAndFilePrivate) {
+  const fs::path p = dir_ / "a" / "log.jsonl";
+  {
+    AdaptationLog log(p.string(), 8);
+    ASSERT_TRUE(log.ok()) << log.error();
+    log.post({{"event", "plugin_start"}});
+  }
+  struct stat st{};
+  ASSERT_EQ(::stat((dir_ / "a").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat(p.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(readLines(p).size(), 1u);
+}
+
+TEST_F(AdaptationLogTest, APlantedSymlinkIsRefusedAndItsTargetUntouched) {
+  fs::create_directories(dir_);
+  const fs::path victim = dir_ / "victim", p = dir_ / "log.jsonl";
+  std::ofstream(victim) << "precious\n";
+  fs::create_symlink(victim, p);
+  for (bool ownDir : {false, true}) {
+    AdaptationLog log(p.string(), 8, ownDir);
+    EXPECT_FALSE(log.ok());
+    EXPECT_NE(log.error().find(p.string() + " is a symbolic link"), std::string::npos) << log.error();
+    log.post({{"event", "plugin_start"}});
+  }
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "precious\n");
+}
+
+// The default location (ownDir): a directory others may write is refused, and the log is off.
+TEST_F(AdaptationLogTest, AnOwnDirectoryOthersMayWriteIsRefused) {
+  fs::create_directories(dir_);
+  ASSERT_EQ(::chmod(dir_.c_str(), 0777), 0);
+  const fs::path p = dir_ / "log.jsonl";
+  AdaptationLog shared(p.string(), 8, /*ownDir=*/true);
+  EXPECT_FALSE(shared.ok());
+  EXPECT_NE(shared.error().find("writable by group or others: chmod 700 " + dir_.string()), std::string::npos)
+      << shared.error();
+  EXPECT_FALSE(fs::exists(p));
+  AdaptationLog chosen(p.string(), 8);  // a path the user chose may lie in a shared directory
+  EXPECT_TRUE(chosen.ok()) << chosen.error();
+}
+
 TEST_F(AdaptationLogTest, OddEventsNeverThrow) {
   fs::path p = dir_ / "log.jsonl";
   {
@@ -122,9 +168,11 @@ TEST_F(AdaptationLogTest, StalledWriterDropsAndCounts) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::string data;
   std::atomic<bool> posted{false};
+  // The read end first: the log opens a pipe without blocking, and one nobody reads is refused.
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
   std::thread reader([&] {
-    int fd = ::open(fifo.c_str(), O_RDONLY);  // returns once the log opens the write end
-    ASSERT_GE(fd, 0);
     // Stall until every post() returned (or 10 s, so a blocking post() fails instead of hanging).
     waitUntil([&] { return posted.load(); }, std::chrono::seconds(10));
     char buf[65536];
