@@ -818,6 +818,60 @@ TEST(CommPolicy, ExplorationIsAccountedAndBounded) {
   EXPECT_EQ(r.policy.mixedChoices(), 0u);
 }
 
+// Collectives come in runs: 120 of 1 MiB, then 4 of 64 KiB, over and over. The small size's average share
+// asks for a probe interval the agreement's spacing caps at 64 collectives, which falls between two of its
+// runs about half the time. A probe that comes back empty is issued again on an interval twice as long, at
+// most 3 times (it used to be re-issued for ever, on the same length), and the size calibrates.
+TEST(CommPolicy, AProbeThatMissesItsRunIsRetriedOnLongerIntervalsThenDropped) {
+  Traffic big = trafficA();
+  big.weight = 120;
+  Traffic small = twoSizes()[1];
+  small.weight = 4;
+  TwoSizesTruth truth;
+  Sim r({big, small}, [truth](uint64_t v, size_t t, Choice c) { return t == 0 ? truth(v, 0, c) : 40 * truth(v, 1, c); });
+  r.until(400);
+  const int bucket = small.bucket();
+  std::map<int, int> issues;  // packed decision -> times issued (a retry, or a confirmation of a winner)
+  uint64_t longest = 0;
+  for (const auto& v : r.cluster.history)
+    for (const ProbeRange& pr : v.step.probes) {
+      if (SizeBuckets::index(pr.rule.minBytes) != bucket) continue;
+      const Decision d = pr.rule.decision;
+      ++issues[d.algo * 1000 + d.proto * 100 + d.nChannels];
+      longest = std::max(longest, v.step.spacing);
+    }
+  for (const auto& [k, n] : issues) EXPECT_LE(n, 5) << "decision " << k << " issued " << n << " times";
+  // Only a retry makes a probe interval longer than the agreement's spacing.
+  EXPECT_GT(longest, kSpacing) << "the premise: some probe interval fell between two runs";
+  bool calibrated = false;
+  for (const json& e : r.adapt("calibrated")) calibrated |= e["min_bytes"].get<uint64_t>() == SizeBuckets::lowerEdge(bucket);
+  EXPECT_TRUE(calibrated);
+}
+
+// A channel count predicted over 1.5x the incumbent's time is not probed. Time grows as 1/channels below
+// the best count (pure bandwidth), so after 16 and 12 are measured the fit predicts 8 channels at 1.5x
+// ring/simple/16 and 4 at 3x ... of which nothing over 1.5x the incumbent ever runs.
+TEST(CommPolicy, ACandidatePredictedOverOneAndAHalfTimesTheIncumbentIsNotProbed) {
+  TruthFn bandwidth = [](uint64_t, size_t, Choice c) {
+    if (pairOf(c) == std::pair{kAlgoRing, kProtoSimple}) return 100.0 * 16 / std::max<int>(c.nChannels, 1);
+    return 130.0 * (1 + 0.02 * std::abs(static_cast<int>(c.nChannels) - 16));
+  };
+  Sim r({trafficA()}, bandwidth);
+  r.until(120);
+  const Choice winner = *r.incumbent(trafficA().bucket()) == Decision{} ? kNcclA
+                        : FakeCluster::resolve(*r.incumbent(trafficA().bucket()), kNcclA);
+  EXPECT_EQ(winner, ch(kAlgoRing, kProtoSimple, 16));
+  double worst = 0;
+  for (Choice c : r.cluster.everRan[0]) worst = std::max(worst, bandwidth(0, 0, c) / bandwidth(0, 0, kNcclA));
+  // NCCL's ring/LL128/16 runs 130 µs; 1.5x that is 195 µs: ring/simple at 8 channels (200 µs) is left out.
+  EXPECT_LE(worst, 1.5) << "a probe ran " << worst << "x the incumbent";
+  auto cal = r.adapt("calibrated");
+  ASSERT_FALSE(cal.empty());
+  EXPECT_NE(cal[0]["reason"].get<std::string>().find("predicted over 1.5x the incumbent's time left unmeasured"),
+            std::string::npos)
+      << cal[0].dump();
+}
+
 TEST(CommPolicy, OutOfBudgetAlarmIsDeferred) {
   // No exploration share, and every choice slower in every other stretch of 20 verdicts, by a different
   // factor each time (1.4, 1.6, ...: never a state seen before, which the memory would re-measure for
