@@ -22,7 +22,8 @@ constexpr size_t kMemory = 8;           // past episodes remembered per bucket
 constexpr uint64_t kSuspicion = 6;      // verdicts during which a new unhealthy link lowers the alarm bar
 // Exploration budget: a token bucket that earns exploreShare of the measured time, with a credit of this
 // many of the probed bucket's collectives (at its healthy time) so that calibration and an early fault are
-// not left alone. Every probe is checked against it; an episode out of budget ends with what it measured.
+// not left alone. Every probe is checked against it at its predicted cost; out of budget, a calibration
+// waits and an episode ends with what it measured.
 constexpr double kBurstCollectives = 192;
 // No probe is predicted to run a collective more than this many times the incumbent's time: the budget caps
 // the mean, this caps the tail a user sees as a step-time spike.
@@ -33,6 +34,7 @@ constexpr uint64_t kProbeTimeout = 4;  // verdicts after which an unmeasured pro
 // this many times: collectives come in runs (a step's bucketed all-reduces, then its all-gathers), so an
 // interval sized by a size's average share can fall between two runs of it.
 constexpr int kProbeRetries = 3;
+constexpr int kCostlyRounds = 4;  // channel-stage refills in one verdict when every count proposed was too costly
 
 std::string decisionName(const Decision& d) {
   if (d.keepsNccl()) return std::string(logev::kNcclDecision);
@@ -171,8 +173,12 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
   }
 }
 
+double CommPolicy::collShare(const Bucket& b) const {
+  return totalColls_ > 0 ? static_cast<double>(b.colls) / static_cast<double>(totalColls_) : 1.0;
+}
+
 uint64_t CommPolicy::probeLength(const Bucket& b, uint64_t spacing) const {
-  double freq = totalColls_ > 0 ? static_cast<double>(b.colls) / static_cast<double>(totalColls_) : 1.0;
+  const double freq = collShare(b);
   uint64_t len = static_cast<uint64_t>(std::ceil(p_.minSamples / std::max(freq, 1e-6))) + 1;
   const uint64_t hi = std::max(spacing, p_.probeSpacing);
   len = std::clamp<uint64_t>(len, p_.probeSpacing, hi);
@@ -496,8 +502,7 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
     case Phase::Steady:
       if (b.shift == Shift::None) return false;
       // Token bucket: episodes earn exploration time at exploreShare of the measured time, with a credit of
-      // one episode's worth so that an early fault is not left alone. Calibration is bounded by construction
-      // and not charged here (it is in exploredUs_).
+      // one episode's worth so that an early fault is not left alone (calibration draws on the same budget).
       // Deferred when the budget cannot pay for even one probe at the incumbent's time on the shortest
       // probe interval: an episode started then could measure nothing.
       if (!budgetAllows(probeCostUs(b, b.incumbent, probeLength(b, 0)))) {
@@ -546,7 +551,7 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
   // left out as too costly count as tried, so each round proposes others; a few rounds at most.
   for (int round = 0; b.queue.empty() && b.pending.empty(); ++round) {
     auto best = bestInEpoch(b.est, b.epoch);
-    if (round < 4 && best && !b.quick && b.refineProbes < kMaxRefine) {
+    if (round < kCostlyRounds && best && !b.quick && b.refineProbes < kMaxRefine) {
       b.stage = Stage::Channels;
       // The best pair's channel counts, then the runner-up pair's if it is within 10% (its best channel
       // count may not have been measured yet: a pair is first measured at one count only).
@@ -644,6 +649,15 @@ bool CommPolicy::budgetAllows(double moreUs) const {
   return exploredUs_ + reservedUs_ + moreUs <= allowanceUs();
 }
 
+std::map<int, double> CommPolicy::pairTimes(const Bucket& b, const Decision& d) const {
+  std::map<int, double> pts;
+  if (!b.ran) return pts;
+  const int8_t algo = d.algo == kAny ? b.ran->algo : d.algo, proto = d.proto == kAny ? b.ran->proto : d.proto;
+  for (const auto& [c, e] : b.est)
+    if (c.algo == algo && c.proto == proto && e.epoch == b.epoch && e.n > 0) pts[c.nChannels] = std::exp(e.logUs);
+  return pts;
+}
+
 double CommPolicy::incumbentUs(const Bucket& b) const {
   if (b.ran)
     if (auto it = b.est.find(*b.ran); it != b.est.end() && it->second.epoch == b.epoch && it->second.n > 0)
@@ -661,9 +675,7 @@ double CommPolicy::predictUs(const Bucket& b, const Decision& d) const {
   if (!b.ran || inc <= 0) return inc;
   const Choice ran = *b.ran;
   const int8_t algo = d.algo == kAny ? ran.algo : d.algo, proto = d.proto == kAny ? ran.proto : d.proto;
-  std::map<int, double> pts;  // channel count -> µs, this pair, this epoch
-  for (const auto& [c, e] : b.est)
-    if (c.algo == algo && c.proto == proto && e.epoch == b.epoch && e.n > 0) pts[c.nChannels] = std::exp(e.logUs);
+  std::map<int, double> pts = pairTimes(b, d);
   const int want = d.nChannels > 0 ? d.nChannels : (pts.empty() ? ran.nChannels : pts.rbegin()->first);
   if (auto it = pts.find(want); it != pts.end()) return it->second;
   if (pts.empty()) {
@@ -690,8 +702,7 @@ double CommPolicy::predictUs(const Bucket& b, const Decision& d) const {
 }
 
 double CommPolicy::probeCostUs(const Bucket& b, const Decision& d, uint64_t len) const {
-  const double freq = totalColls_ > 0 ? static_cast<double>(b.colls) / static_cast<double>(totalColls_) : 1.0;
-  return std::max(1.0, freq * static_cast<double>(len)) * predictUs(b, d);
+  return std::max(1.0, collShare(b) * static_cast<double>(len)) * predictUs(b, d);
 }
 
 bool CommPolicy::affordable(const Bucket& b, const Decision& d) const {
@@ -700,10 +711,7 @@ bool CommPolicy::affordable(const Bucket& b, const Decision& d) const {
   // A pair never measured in this epoch has only NCCL's model behind its prediction, and NCCL's model is
   // what the search is there to correct (a pair it predicts 1.6x slower may be 25% faster): those are
   // bounded by the prune factor instead, at calibration and by the common-mode prediction at an episode.
-  const int8_t algo = d.algo == kAny ? b.ran->algo : d.algo, proto = d.proto == kAny ? b.ran->proto : d.proto;
-  bool measured = false;
-  for (const auto& [c, e] : b.est) measured |= c.algo == algo && c.proto == proto && e.epoch == b.epoch && e.n > 0;
-  return !measured || predictUs(b, d) <= kMaxProbeCost * inc;
+  return pairTimes(b, d).empty() || predictUs(b, d) <= kMaxProbeCost * inc;
 }
 
 void CommPolicy::dropCostly(Bucket& b) {

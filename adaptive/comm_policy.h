@@ -140,6 +140,10 @@ class CommPolicy {
   double allowanceUs() const;
   // The incumbent's time per collective (µs), and a candidate's predicted time per collective.
   double incumbentUs(const Bucket& b) const;
+  // Channel count -> µs measured in this epoch for d's (algo, proto) (kAny: the incumbent's).
+  std::map<int, double> pairTimes(const Bucket& b, const Decision& d) const;
+  // The bucket's share of the comm's collectives (1 before any is counted).
+  double collShare(const Bucket& b) const;
   double predictUs(const Bucket& b, const Decision& d) const;
   // Predicted cost of a probe of d on an interval of `len` collectives of the comm.
   double probeCostUs(const Bucket& b, const Decision& d, uint64_t len) const;
