@@ -16,6 +16,7 @@
 #include <mutex>
 #include <random>
 
+#include "tests/free_port.h"
 #include "tests/plugin/plugin_fixture.h"
 #include "tests/runtime/log_lines.h"
 
@@ -61,20 +62,6 @@ std::string allLines() {
   return out;
 }
 
-int freeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
 class SafeStart : public PluginTest {
  protected:
   void SetUp() override {
@@ -96,7 +83,7 @@ class SafeStart : public PluginTest {
   void askForAdaptation() {
     setenv("WIREWISE_SYNC", "on", 1);
     setenv("WIREWISE_POLICY", "adaptive", 1);
-    setenv("WIREWISE_COORDINATOR", ("127.0.0.1:" + std::to_string(freeLoopbackPort())).c_str(), 1);
+    setenv("WIREWISE_COORDINATOR", ("127.0.0.1:" + std::to_string(wirewise::freeLoopbackPort())).c_str(), 1);
     setenv("WIREWISE_JOB_KEY", std::to_string(std::random_device{}()).c_str(), 1);
   }
   // One communicator's init as NCCL 2.28 runs it: the profiler library first, then the tuner's.
