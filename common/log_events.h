@@ -509,8 +509,9 @@ struct CommFinalize {
   std::string comm, face;
   uint64_t collectives = 0;
   std::optional<uint64_t> applied, kept, boundaries;  // tuner face
-  std::optional<int64_t> rank;                        // profiler face
-  std::optional<uint64_t> samples;                    // profiler face
+  std::optional<uint64_t> waitedUs;  // tuner face with agreement: time getCollInfo waited for verdicts
+  std::optional<int64_t> rank;       // profiler face
+  std::optional<uint64_t> samples;   // profiler face
   template <class S, class V>
   static void visit(S& s, V& v) {
     v("comm", s.comm);
@@ -519,6 +520,7 @@ struct CommFinalize {
     v("applied", s.applied);
     v("kept", s.kept);
     v("boundaries", s.boundaries);
+    v("waited_us", s.waitedUs);
     v("rank", s.rank);
     v("samples", s.samples);
   }

@@ -67,11 +67,14 @@ const SettingSpec kSpecs[] = {
      "a communicator waiting this long at a boundary for its verdict logs a WARN (coordinator, communicator, "
      "boundary, time waited), and again every interval; it keeps waiting"},
     {"WIREWISE_SYNC_GIVE_UP_MS", IntRow{&Settings::syncGiveUpMs, 1000, 86400000, true, true},
-     "opt-in: a communicator that has waited this long at one boundary gives up; its `getCollInfo` returns "
-     "`ncclInternalError` from then on, so NCCL fails the collective (`ncclGroupEnd` returns the error) instead of "
-     "hanging; 0 never gives up, and values 1..999 are raised to 1000 with a WARN"},
+     "a communicator that has waited this long at one boundary for its verdict (its coordinator gone) gives up: "
+     "its `getCollInfo` returns `ncclInternalError` from then on, so NCCL fails the collective (`ncclGroupEnd` "
+     "returns the error and the framework raises) instead of hanging where PyTorch's watchdog cannot see it; the "
+     "default, 5 minutes, is well inside PyTorch's 10-minute NCCL timeout. 0 waits for ever; values 1..999 are "
+     "raised to 1000 with a WARN"},
     {"WIREWISE_JOIN_TIMEOUT_MS", IntRow{&Settings::joinTimeoutMs, 100, 3600000},
-     "all members of a communicator must join within this time, else its verdict is observe-only"},
+     "deterministic mode only: all members of a communicator must join within this time, else its verdict is "
+     "observe-only (in production mode nobody waits for a join: the schedule starts once all have joined)"},
     {"WIREWISE_POLICY", EnumRow<PolicyKind>{&Settings::policy, kPolicies},
      "the coordinator's policy (needs `WIREWISE_SYNC`): `static` distributes its `WIREWISE_CONFIG` table; "
      "`adaptive` measures, detects changes and re-plans ([policy.md](policy.md))"},

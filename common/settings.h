@@ -72,7 +72,7 @@ struct Settings {
   Secret jobKey;
   std::string jobKeyFile;  // "" = none; control/rendezvous reads it
   int64_t syncTimeoutMs = 30000;
-  int64_t syncGiveUpMs = 0;  // 0: wait for ever
+  int64_t syncGiveUpMs = 300000;  // 0: wait for ever
   int64_t joinTimeoutMs = 10000;
   PolicyKind policy = PolicyKind::Static;
   int64_t boundarySpacing = 0;  // 0: from observed rates

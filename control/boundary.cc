@@ -24,14 +24,54 @@ void CommAgreement::join(uint64_t memberId, int64_t nowMs) {
     reported_.insert(reported_.begin() + (at - members_.begin()), 0);
     members_.insert(at, memberId);
   }
-  if (verdicts_.empty() && members_.size() == nRanks_) {
-    std::vector<Report> none;
-    uint64_t spacing = std::clamp(params_.fixedSpacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
-    PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, 0, kB0, spacing, &none});
-    if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
-    issue({commId_, 0, kB0, kB0 + spacing, false, out.reason, out.rules});
-  }
+  if (!verdicts_.empty() || members_.size() != nRanks_) return;
+  if (params_.deterministic)
+    issueFirst(kB0);
+  else if (!proposal_)
+    propose(kB0);
 }
+
+void CommAgreement::issueFirst(uint64_t b0) {
+  std::vector<Report> none;
+  uint64_t spacing = std::clamp(params_.fixedSpacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
+  PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, 0, b0, spacing, &none});
+  if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
+  issue({commId_, 0, b0, b0 + spacing, false, out.reason, out.rules});
+  proposal_.reset();
+}
+
+void CommAgreement::propose(uint64_t boundary) {
+  const uint64_t number = proposal_ ? proposal_->proposal + 1 : 0;
+  proposal_ = Propose{commId_, number, boundary};
+  accepted_.assign(members_.size(), 0);
+  nAccepted_ = 0;
+  proposalTaken_ = false;
+}
+
+void CommAgreement::answer(const Answer& a) {
+  if (!proposal_ || !verdicts_.empty() || a.proposal != proposal_->proposal) return;  // stale or unasked
+  ptrdiff_t i = indexOf(a.memberId);
+  if (i < 0 || accepted_[static_cast<size_t>(i)]) return;
+  if (!a.accepted) {
+    // This member is past the proposal (or at it, unsure whether it saw it in time): propose beyond it.
+    // The margin doubles with each refusal, so members that run fast are caught up with in a few rounds.
+    const unsigned doublings = static_cast<unsigned>(std::min<uint64_t>(proposal_->proposal, 20));
+    const uint64_t margin = std::min(kProposalMargin << doublings, std::max(params_.maxSpacing, kProposalMargin));
+    const uint64_t from = std::max(a.calls, proposal_->boundary + 1);
+    propose(from > kNoBoundary - 1 - margin ? kNoBoundary - 1 : from + margin);
+    return;
+  }
+  accepted_[static_cast<size_t>(i)] = 1;
+  if (++nAccepted_ == nRanks_) issueFirst(proposal_->boundary);
+}
+
+std::optional<Propose> CommAgreement::takeNewProposal() {
+  if (!proposal_ || proposalTaken_) return std::nullopt;
+  proposalTaken_ = true;
+  return proposal_;
+}
+
+std::optional<Propose> CommAgreement::openProposal() const { return proposal_; }
 
 void CommAgreement::report(const Report& r, int64_t nowMs) {
   if (verdicts_.empty() || observeOnly()) return;
@@ -49,7 +89,8 @@ void CommAgreement::report(const Report& r, int64_t nowMs) {
 
 void CommAgreement::tick(int64_t nowMs) {
   if (verdicts_.empty()) {
-    if (firstJoinMs_ >= 0 && nowMs - firstJoinMs_ >= params_.joinTimeoutMs)
+    // Only deterministic members wait at kB0 before all have joined; production never gives up on a join.
+    if (params_.deterministic && firstJoinMs_ >= 0 && nowMs - firstJoinMs_ >= params_.joinTimeoutMs)
       issue({commId_, 0, kB0, kNoBoundary, true, "observe-only: not all members joined", {}});
     return;
   }
@@ -91,7 +132,9 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
 
 int64_t CommAgreement::nextDeadlineMs(int64_t nowMs) const {
   if (verdicts_.empty())
-    return firstJoinMs_ < 0 ? -1 : std::max<int64_t>(0, firstJoinMs_ + params_.joinTimeoutMs - nowMs);
+    return firstJoinMs_ < 0 || !params_.deterministic
+               ? -1
+               : std::max<int64_t>(0, firstJoinMs_ + params_.joinTimeoutMs - nowMs);
   if (pending_.empty() || params_.deterministic) return -1;
   return std::max<int64_t>(0, firstReportMs_ + params_.reportWaitMs - nowMs);
 }

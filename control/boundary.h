@@ -1,9 +1,14 @@
 // The coordinator's boundary state machine for one communicator (design.md §4). Pure and deterministic:
 // time is passed in, the policy is injected, and the only outputs are verdicts.
 //
-//   - Members join; when nRanks distinct members have joined, verdict 0 is issued (table for [B0, B1),
-//     B0 == kB0 on every member). If they have not all joined joinTimeoutMs after the first join, verdict
-//     0 is observe-only: no table change and no further boundary, for every member, including late ones.
+//   - Members join. Production mode: when nRanks distinct members have joined, B0 is proposed (kB0 first);
+//     each member accepts it only while its own collective count has not passed it, and then waits there;
+//     one refusal replaces the proposal by a later one (past the refuser's count, with a margin that
+//     doubles), and once every member has accepted the newest proposal, verdict 0 is issued at it. Nobody
+//     waits on a member that has not joined: a member that never joins leaves the comm on its static
+//     table, a late one starts the schedule late. Deterministic mode (the simulator): B0 == kB0 on every
+//     member, which waits there; if not all have joined joinTimeoutMs after the first join, verdict 0 is
+//     observe-only: no table change and no further boundary, for every member, including late ones.
 //   - Verdict k+1 is issued once every member has reported passing B_k (deterministic mode), or once
 //     reportWaitMs has passed since the first such report (production: it decides on what it has).
 //   - Every verdict after verdict 0 carries the heterogeneity guard's pins in front of the policy's rules
@@ -14,6 +19,7 @@
 
 #include <cstdint>
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "control/heterogeneity_guard.h"
@@ -25,6 +31,9 @@ namespace wirewise::control {
 inline constexpr uint64_t kB0 = 64;
 inline constexpr uint64_t kMinSpacing = 8;
 inline constexpr uint64_t kNoBoundary = UINT64_MAX;
+// A refused proposal's successor lies this far past the furthest member (doubling with each refusal, up
+// to maxSpacing): far enough that a proposal crosses the network before the members reach it.
+inline constexpr uint64_t kProposalMargin = 64;
 
 struct AgreementParams {
   bool deterministic = false;
@@ -41,11 +50,17 @@ class CommAgreement {
   CommAgreement(uint64_t commId, uint32_t nRanks, uint32_t nNodes, AgreementParams params, Policy* policy);
 
   void join(uint64_t memberId, int64_t nowMs);
+  // A member's answer to a proposal (production mode); answers to any but the newest are ignored.
+  void answer(const Answer& a);
   void report(const Report& r, int64_t nowMs);
   void tick(int64_t nowMs);  // timeouts
 
   // Verdicts issued since the last call, in index order.
   std::vector<Verdict> takeNew();
+  // The newest proposal when it is new since the last call (to broadcast), and the open one (to re-send to
+  // a member that joins again); none once verdict 0 is issued.
+  std::optional<Propose> takeNewProposal();
+  std::optional<Propose> openProposal() const;
   const std::vector<Verdict>& verdicts() const { return verdicts_; }
   bool observeOnly() const { return !verdicts_.empty() && verdicts_.front().observeOnly; }
   size_t joined() const { return members_.size(); }
@@ -57,6 +72,8 @@ class CommAgreement {
 
  private:
   void issue(Verdict v);
+  void issueFirst(uint64_t b0);
+  void propose(uint64_t boundary);
   void maybeDecide(int64_t nowMs);
   // Position of memberId in members_, or -1.
   ptrdiff_t indexOf(uint64_t memberId) const;
@@ -76,6 +93,12 @@ class CommAgreement {
   // Reports at B_{verdicts_.size()-1}, the boundary of the newest verdict.
   std::vector<Report> pending_;
   int64_t firstReportMs_ = -1;
+  // Production mode's proposal of B0: the newest one, which members have accepted it (by members_'s
+  // positions), how many, and whether it has been taken for broadcast.
+  std::optional<Propose> proposal_;
+  std::vector<uint8_t> accepted_;
+  size_t nAccepted_ = 0;
+  bool proposalTaken_ = true;
   HeterogeneityGuard guard_;
 };
 

@@ -105,7 +105,8 @@ void Client::retryLater(const std::string& why) {
   if (stopped_) return;
   if (!warned_ && log_)
     log_(true, "control plane: coordinator " + host_ + ":" + std::to_string(port_) + " unreachable (" + why +
-                   "); retrying. Communicators keep their table and wait at their next boundary without a verdict");
+                   "); retrying. Communicators keep their table meanwhile (one that has already agreed on a "
+                   "boundary waits there for its verdict)");
   // A lost connection is retried at once (the coordinator is probably still there); then every kRetry.
   retry_.expires_after(warned_ ? kRetry : std::chrono::milliseconds(0));
   warned_ = true;
@@ -115,6 +116,17 @@ void Client::retryLater(const std::string& why) {
 }
 
 void Client::onFrame(const Frame& f) {
+  if (f.type == MsgType::Propose) {
+    Propose p;
+    if (!decode(f.payload, &p)) {
+      if (session_) session_->close("rejected: malformed proposal");
+      return;
+    }
+    for (auto& m : members_)
+      if (m->commId() == p.commId)
+        if (std::optional<Answer> a = m->answer(p); a && session_) session_->send(MsgType::Answer, encode(*a));
+    return;
+  }
   if (f.type != MsgType::Verdict) {
     if (session_) session_->close("rejected: unexpected message type from the coordinator");
     return;

@@ -98,7 +98,7 @@ void Coordinator::onFrame(const std::shared_ptr<Session>& s, const Frame& f) {
     if (j.nRanks != c.agreement->nRanks()) {
       log_(true, "coordinator: member " + hexId(j.memberId) + " of comm " + hexId(j.commId) + " says " +
                      std::to_string(j.nRanks) + " ranks, others " + std::to_string(c.agreement->nRanks()) +
-                     "; ignored (it stays at its own table until B0, then waits)");
+                     "; ignored (it keeps its own table, and without it the comm's schedule does not start)");
       return;
     }
     if (staticRules_ && j.configDigest != c.staticDigest)
@@ -108,10 +108,23 @@ void Coordinator::onFrame(const std::shared_ptr<Session>& s, const Frame& f) {
     // Every verdict issued so far has been broadcast (flush follows every change): re-send the ones this
     // member lacks (a reconnect, or a second member of the comm on the same connection), then subscribe.
     const size_t before = c.agreement->verdicts().size();
+    const std::optional<Propose> open = c.agreement->openProposal();
     c.agreement->join(j.memberId, now);
     for (uint64_t k = j.nextVerdict; k < before; ++k) s->send(MsgType::Verdict, encode(c.agreement->verdicts()[k]));
+    // A proposal still open was sent before this connection subscribed (a reconnect): its answer is owed.
+    if (open && before == 0) s->send(MsgType::Propose, encode(*open));
     c.subscribers[s.get()] = s;
     flush(j.commId, c);
+    return;
+  }
+  if (f.type == MsgType::Answer) {
+    Answer a;
+    if (!decode(f.payload, &a)) return s->close("rejected: malformed answer");
+    ++stats_.answers;
+    auto it = comms_.find(a.commId);
+    if (it == comms_.end()) return;
+    it->second.agreement->answer(a);
+    flush(a.commId, it->second);
     return;
   }
   if (f.type == MsgType::Report || f.type == MsgType::Reports) {
@@ -139,7 +152,30 @@ void Coordinator::onFrame(const std::shared_ptr<Session>& s, const Frame& f) {
   s->close("rejected: unexpected message type from a member");
 }
 
+// Sends `payload` to every open subscriber of the comm, dropping the closed ones and those that stopped
+// reading.
+void Coordinator::broadcast(Comm& c, MsgType type, const std::vector<uint8_t>& payload) {
+  for (auto it = c.subscribers.begin(); it != c.subscribers.end();) {
+    auto sp = it->second.lock();
+    if (!sp || !sp->open()) {
+      it = c.subscribers.erase(it);
+      continue;
+    }
+    if (sp->queuedBytes() > kMaxQueuedBytes) {
+      sp->close("rejected: not reading its verdicts");
+      it = c.subscribers.erase(it);
+      continue;
+    }
+    sp->send(type, payload);
+    ++it;
+  }
+}
+
 void Coordinator::flush(uint64_t commId, Comm& c) {
+  if (std::optional<Propose> p = c.agreement->takeNewProposal()) {
+    ++stats_.proposals;
+    broadcast(c, MsgType::Propose, encode(*p));
+  }
   auto fresh = c.agreement->takeNew();
   if (fresh.empty()) return;
   // The guard's findings are made with the newest verdict: a WARN, since a rank-dependent default is the
@@ -148,23 +184,7 @@ void Coordinator::flush(uint64_t commId, Comm& c) {
     log_(true, "coordinator: comm " + hexId(commId) + ": " + note + "; from verdict " +
                    std::to_string(fresh.back().index) + " at collective " + std::to_string(fresh.back().boundary));
   stats_.verdicts += fresh.size();
-  for (const auto& v : fresh) {
-    auto payload = encode(v);
-    for (auto it = c.subscribers.begin(); it != c.subscribers.end();) {
-      auto sp = it->second.lock();
-      if (!sp || !sp->open()) {
-        it = c.subscribers.erase(it);
-        continue;
-      }
-      if (sp->queuedBytes() > kMaxQueuedBytes) {
-        sp->close("rejected: not reading its verdicts");
-        it = c.subscribers.erase(it);
-        continue;
-      }
-      sp->send(MsgType::Verdict, payload);
-      ++it;
-    }
-  }
+  for (const auto& v : fresh) broadcast(c, MsgType::Verdict, encode(v));
 }
 
 void Coordinator::tick() {

@@ -25,7 +25,7 @@ namespace wirewise::control {
 using LogFn = std::function<void(bool warn, const std::string& line)>;
 
 struct CoordinatorStats {
-  uint64_t accepted = 0, rejected = 0, joins = 0, reports = 0, verdicts = 0;
+  uint64_t accepted = 0, rejected = 0, joins = 0, reports = 0, verdicts = 0, proposals = 0, answers = 0;
 };
 
 class Coordinator {
@@ -47,6 +47,7 @@ class Coordinator {
   void accept();
   void onFrame(const std::shared_ptr<Session>& s, const Frame& f);
   void flush(uint64_t commId, Comm& c);
+  void broadcast(Comm& c, MsgType type, const std::vector<uint8_t>& payload);
   void tick();
   int64_t nowMs() const;
 

@@ -30,6 +30,20 @@ Member::~Member() {
   deleteList(spare_);
 }
 
+std::optional<Answer> Member::answer(const Propose& p) noexcept {
+  if (p.commId != commId_ || delivered() > 0) return std::nullopt;
+  if (lastAnswer_ && p.proposal <= lastAnswer_->proposal)  // asked again (a reconnect): the same answer
+    return p.proposal == lastAnswer_->proposal ? lastAnswer_ : std::nullopt;
+  gate.proposal.store(Gate::kDeciding);
+  gate.nextBoundary.store(p.boundary);
+  const uint64_t calls = gate.calls.load();
+  const bool accepted = calls <= p.boundary;  // collectives 0..calls-1 started, none at the boundary yet
+  if (!accepted) gate.nextBoundary.store(UINT64_MAX);
+  gate.proposal.store(accepted ? Gate::kAccepted : Gate::kRefused);
+  lastAnswer_ = Answer{commId_, memberId_, p.proposal, accepted, calls};
+  return lastAnswer_;
+}
+
 const VerdictNode* Member::deliver(const Verdict& v, std::shared_ptr<const DecisionTable> table) {
   if (v.index != delivered_.load(std::memory_order_relaxed)) return nullptr;
   VerdictNode* node = spare_;

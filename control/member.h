@@ -8,12 +8,26 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "adaptive/decision_table.h"
 #include "adaptive/evidence_types.h"
 #include "control/wire.h"
 
 namespace wirewise::control {
+
+// The counters getCollInfo keeps for one communicator context, read and written on its hot path: the
+// collectives started (seq of the next one) and the collective at which it next stops to take a verdict.
+// A member owns them so that the I/O thread can answer a proposal against them (Member::answer); a comm
+// without a member keeps its own. Every access is sequentially consistent: the answer's correctness rests
+// on it (see Member::answer), and on x86 a seq_cst load is a plain load and the fetch_add is locked anyway.
+struct Gate {
+  // The answer to the newest proposal, for a getCollInfo thread that stopped at the proposed collective.
+  enum : uint8_t { kNoProposal = 0, kDeciding = 1, kAccepted = 2, kRefused = 3 };
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> nextBoundary{UINT64_MAX};
+  std::atomic<uint8_t> proposal{kNoProposal};
+};
 
 struct VerdictNode {
   uint64_t index = 0, boundary = 0, next = 0;
@@ -40,6 +54,16 @@ class Member {
   // already (one build serves every member of the comm in this process); null: built here.
   const VerdictNode* deliver(const Verdict& v, std::shared_ptr<const DecisionTable> table = nullptr);
   uint64_t delivered() const { return delivered_.load(std::memory_order_acquire); }
+
+  // I/O thread: the answer to a proposal of B0 (production mode), or none when it comes too late to matter
+  // (verdict 0 is here). It accepts only if no collective at or past the proposed one has started, and
+  // from then on getCollInfo stops there: it stores the boundary, then reads the count, while getCollInfo
+  // counts, then reads the boundary — in one total order, so either getCollInfo sees the boundary when it
+  // reaches it, or this sees a count past it and refuses (and takes the boundary back). A later proposal
+  // replaces an accepted one the same way, releasing a getCollInfo thread that stopped at the old one.
+  std::optional<Answer> answer(const Propose& p) noexcept;
+
+  Gate gate;
 
   // Consumer: verdict `index` if it has arrived (indices must be asked for in order), else null.
   const VerdictNode* tryTake(uint64_t index) noexcept {
@@ -95,6 +119,7 @@ class Member {
   VerdictNode* spare_ = nullptr;
   size_t spares_ = 0;
   std::atomic<uint64_t> delivered_{0};
+  std::optional<Answer> lastAnswer_;  // I/O thread: the answer to the newest proposal, re-sent if asked again
   alignas(64) VerdictNode* cursor_ = &head_;  // consumer only
   std::atomic<uint64_t> taken_{0};
 };

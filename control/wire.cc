@@ -297,7 +297,7 @@ WireError FrameReader::next(Frame* out) {
   Reader r({p + 4, kHeaderBytes});
   FrameHeader::fields(r, h);
   if (h.version != kWireVersion) return fail(WireError::BadVersion);
-  if (h.type < static_cast<uint8_t>(MsgType::Hello) || h.type > static_cast<uint8_t>(MsgType::Reports))
+  if (h.type < static_cast<uint8_t>(MsgType::Hello) || h.type > static_cast<uint8_t>(MsgType::Answer))
     return fail(WireError::BadType);
   if ((h.type == static_cast<uint8_t>(MsgType::Hello)) == key_.has_value()) return fail(WireError::BadType);
   size_t bodyEnd = 4 + len - (key_ ? kMacBytes : 0);
@@ -319,11 +319,15 @@ std::vector<uint8_t> encode(const Join& m) { return encodeMessage(m); }
 std::vector<uint8_t> encode(const Report& m) { return encodeMessage(m); }
 std::vector<uint8_t> encode(const Verdict& m) { return encodeMessage(m); }
 std::vector<uint8_t> encode(const Leave& m) { return encodeMessage(m); }
+std::vector<uint8_t> encode(const Propose& m) { return encodeMessage(m); }
+std::vector<uint8_t> encode(const Answer& m) { return encodeMessage(m); }
 bool decode(std::span<const uint8_t> p, Hello* m) { return decodeMessage(p, m); }
 bool decode(std::span<const uint8_t> p, Join* m) { return decodeMessage(p, m); }
 bool decode(std::span<const uint8_t> p, Report* m) { return decodeMessage(p, m); }
 bool decode(std::span<const uint8_t> p, Verdict* m) { return decodeMessage(p, m); }
 bool decode(std::span<const uint8_t> p, Leave* m) { return decodeMessage(p, m); }
+bool decode(std::span<const uint8_t> p, Propose* m) { return decodeMessage(p, m); }
+bool decode(std::span<const uint8_t> p, Answer* m) { return decodeMessage(p, m); }
 
 bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out) {
   Reader r(p);

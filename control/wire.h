@@ -50,16 +50,26 @@
 
 namespace wirewise::control {
 
+// 4: production mode proposes boundary B0 (Propose) and each member answers (Answer) before anyone waits.
 // 3: one byte order (big-endian) for the frame and every field. 2: reports carry per-channel slow-channel
 // summaries and link notes carry RTTs. A peer of another version is refused with BadVersion (logged),
 // never misread: every version keeps the length (big-endian) and the version byte where they are.
-inline constexpr uint8_t kWireVersion = 3;
+inline constexpr uint8_t kWireVersion = 4;
 inline constexpr size_t kMaxFrameBytes = 64 * 1024;  // a verdict of 2,000 rules still fits
 inline constexpr size_t kNonceBytes = 16;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kHeaderBytes = 1 + 1 + 8;  // version, type, counter
 
-enum class MsgType : uint8_t { Hello = 1, Join = 2, Report = 3, Verdict = 4, Leave = 5, Reports = 6 };
+enum class MsgType : uint8_t {
+  Hello = 1,
+  Join = 2,
+  Report = 3,
+  Verdict = 4,
+  Leave = 5,
+  Reports = 6,
+  Propose = 7,
+  Answer = 8
+};
 
 enum class WireError : uint8_t {
   None,
@@ -284,6 +294,38 @@ struct Verdict {
   }
   friend bool operator==(const Verdict&, const Verdict&) = default;
 };
+// Production mode (docs/control-plane.md, "No wait on membership"): once all nRanks members have joined, the
+// coordinator proposes the collective at which verdict 0 takes effect. A member accepts only while its own
+// collective count is still at or below it, and from then on waits there for the verdict; a refusal names
+// how far the member is, and a later proposal replaces this one (for those that accepted it too).
+struct Propose {
+  uint64_t commId = 0;
+  uint64_t proposal = 0;  // numbers this comm's proposals, 0, 1, 2, ...; an answer names the one it answers
+  uint64_t boundary = 0;  // the proposed B0
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.u64(m.commId);
+    v.u64(m.proposal);
+    v.u64(m.boundary);
+    v.require(m.boundary < UINT64_MAX);
+  }
+  friend bool operator==(const Propose&, const Propose&) = default;
+};
+struct Answer {
+  uint64_t commId = 0, memberId = 0;
+  uint64_t proposal = 0;
+  bool accepted = false;
+  uint64_t calls = 0;  // collectives the member had started when it answered (a refusal's "how far")
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.u64(m.commId);
+    v.u64(m.memberId);
+    v.u64(m.proposal);
+    v.flag(m.accepted);
+    v.u64(m.calls);
+  }
+  friend bool operator==(const Answer&, const Answer&) = default;
+};
 struct Leave {
   uint64_t commId = 0, memberId = 0;
   template <class V, class Self>
@@ -308,12 +350,16 @@ std::vector<uint8_t> encode(const Join& m);
 std::vector<uint8_t> encode(const Report& m);
 std::vector<uint8_t> encode(const Verdict& m);
 std::vector<uint8_t> encode(const Leave& m);
+std::vector<uint8_t> encode(const Propose& m);
+std::vector<uint8_t> encode(const Answer& m);
 // Each decoder checks every byte: false on any truncation, trailing byte or out-of-range field.
 bool decode(std::span<const uint8_t> p, Hello* m);
 bool decode(std::span<const uint8_t> p, Join* m);
 bool decode(std::span<const uint8_t> p, Report* m);
 bool decode(std::span<const uint8_t> p, Verdict* m);
 bool decode(std::span<const uint8_t> p, Leave* m);
+bool decode(std::span<const uint8_t> p, Propose* m);
+bool decode(std::span<const uint8_t> p, Answer* m);
 bool decodeReports(std::span<const uint8_t> p, std::vector<Report>* out);
 
 // The bytes encode(m) returns, counted by walking m's field list (nothing is encoded).

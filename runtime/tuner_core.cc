@@ -36,18 +36,26 @@ struct TunerComm {
   // kept alive in `owned` until finalize, so a reader can never see a freed table.
   std::atomic<const DecisionTable*> table{nullptr};
   std::vector<std::shared_ptr<const DecisionTable>> owned;
-  std::atomic<uint64_t> calls{0}, applied{0}, kept{0};
+  std::atomic<uint64_t> applied{0}, kept{0};
 
-  // Agreement (docs/control-plane.md). Without a member (sync off, observe mode, tuner v2..v4 with no
-  // commId) nextBoundary stays kNoBoundary and the static table holds for the comm's life.
-  // nextBoundary is written only by the thread that calls getCollInfo for this comm (NCCL issues a comm's
-  // collectives from one thread at a time); atomic so that concurrent test callers stay well-defined.
-  std::atomic<uint64_t> nextBoundary{control::kNoBoundary};
+  // Agreement (docs/control-plane.md). gate->calls counts getCollInfo calls (seq names the same collective
+  // on every rank) and gate->nextBoundary is where the comm next stops to take a verdict. Without a member
+  // (sync off, observe mode, tuner v2..v4 with no commId) the gate is the comm's own, nextBoundary stays
+  // kNoBoundary and the static table holds for the comm's life. With one, the gate is the member's:
+  // deterministic mode stops at kB0; production mode stops nowhere until its I/O thread accepts a proposal
+  // of B0 (control::Member::answer), so that nobody waits for a member that has not joined. After verdict
+  // 0 only this comm's getCollInfo thread writes nextBoundary (NCCL issues a comm's collectives from one
+  // thread at a time).
+  control::Gate ownGate;
+  control::Gate* gate = &ownGate;
+  bool proposals = false;  // production mode: B0 is proposed and answered
   uint64_t nextIndex = 0;
   std::shared_ptr<control::Member> member;
   adapt::SightTable* sights = nullptr;  // member->sights: NCCL's cost tables for the policy
   std::string coordinator;
   int64_t syncTimeoutMs = 30000, joinTimeoutMs = 10000, giveUpMs = 0;
+  // Time this comm's getCollInfo spent waiting for verdicts (and for its own I/O thread's answer), µs.
+  uint64_t waitedUs = 0;
   // Set when this comm gave up waiting (WIREWISE_SYNC_GIVE_UP_MS): every later call returns an error.
   bool gaveUp = false;
 };
@@ -57,15 +65,28 @@ int64_t steadyUs() {
       .count();
 }
 
-// Bounded, explained wait for verdict `index` at boundary `seq`. Null: this member never got its join out
-// of the process in time, so the coordinator cannot have counted it and nobody else can change either: it
-// stays on its table for good. Otherwise it keeps waiting, warning every syncTimeoutMs (a hang that
-// explains itself beats a silent divergence), unless the user asked it to give up after giveUpMs: then it
-// sets c.gaveUp and returns null, and the caller fails the collective.
-const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
+// How a wait at a boundary ended.
+enum class WaitEnd {
+  Verdict,   // the verdict arrived
+  Released,  // production, before verdict 0: the proposal this comm stopped at was refused or replaced
+  Static,    // the join never left the process: nobody can have counted this member, it keeps its table
+  GaveUp     // WIREWISE_SYNC_GIVE_UP_MS passed: the collective fails
+};
+
+// Bounded, explained wait for verdict `nextIndex` at boundary `seq`. It keeps waiting, warning every
+// syncTimeoutMs (a hang that explains itself beats a silent divergence), until the verdict comes, the
+// wait is released (production before verdict 0: a proposal this member did not, or no longer, promise
+// to stop at), the join turns out never to have left the process (deterministic mode), or giveUpMs passes
+// (then c.gaveUp is set and the caller fails the collective).
+WaitEnd waitForVerdict(TunerComm& c, uint64_t seq, const control::VerdictNode** out) {
   const auto start = std::chrono::steady_clock::now();
-  auto pause = std::chrono::microseconds(5);
+  auto pause = std::chrono::microseconds(1);
   int warned = 0;
+  auto end = [&](WaitEnd e) {
+    c.waitedUs += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+    return e;
+  };
   for (;;) {
     if (const control::VerdictNode* n = c.member->tryTake(c.nextIndex)) {
       if (warned > 0)
@@ -74,25 +95,36 @@ const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
                 static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                            std::chrono::steady_clock::now() - start)
                                            .count()));
-      return n;
+      *out = n;
+      return end(WaitEnd::Verdict);
+    }
+    if (c.proposals && c.nextIndex == 0) {
+      // Not promised (refused, or replaced by a later proposal): go on with the table in force. Deciding:
+      // this process's own I/O thread is between two stores (Member::answer); ask again at once.
+      if (c.gate->nextBoundary.load() != seq || c.gate->proposal.load() == control::Gate::kRefused)
+        return end(WaitEnd::Released);
+      if (c.gate->proposal.load() == control::Gate::kDeciding) {
+        std::this_thread::yield();
+        continue;
+      }
     }
     auto waitedMs =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-    if (!c.member->joinSent.load(std::memory_order_acquire) && waitedMs >= c.joinTimeoutMs) {
+    if (!c.proposals && !c.member->joinSent.load(std::memory_order_acquire) && waitedMs >= c.joinTimeoutMs) {
       WW_WARN(NCCL_TUNING, "comm %s: could not reach the coordinator at %s within %lld ms; observe-only",
               hexId(c.commId).c_str(), c.coordinator.c_str(), static_cast<long long>(waitedMs));
-      return nullptr;
+      return end(WaitEnd::Static);
     }
     if (c.giveUpMs > 0 && waitedMs >= c.giveUpMs) {
       WW_WARN(NCCL_TUNING,
               "comm %s: gave up after %lld ms at boundary %" PRIu64 " (collective %" PRIu64
               ") waiting for the verdict of coordinator %s (WIREWISE_SYNC_GIVE_UP_MS=%lld); this and every later "
               "collective of the communicator fails with ncclInternalError instead of risking ranks that choose "
-              "differently; restart the job (or unset WIREWISE_SYNC_GIVE_UP_MS to wait)",
+              "differently; restart the job (or set WIREWISE_SYNC_GIVE_UP_MS=0 to wait for ever)",
               hexId(c.commId).c_str(), static_cast<long long>(waitedMs), c.nextIndex, seq,
               c.coordinator.c_str(), static_cast<long long>(c.giveUpMs));
       c.gaveUp = true;
-      return nullptr;
+      return end(WaitEnd::GaveUp);
     }
     if (waitedMs >= (warned + 1) * c.syncTimeoutMs) {
       ++warned;
@@ -108,27 +140,36 @@ const control::VerdictNode* waitForVerdict(TunerComm& c, uint64_t seq) {
   }
 }
 
-// The rare path of getCollInfo: collective `seq` is boundary B_nextIndex. Out of line so that the hot
+// The rare path of getCollInfo: collective `seq` reached gate->nextBoundary. Out of line so that the hot
 // path stays one compare. False: the comm gave up waiting (nextBoundary stays 0 so that every later call
 // comes here and fails too).
 __attribute__((noinline, cold)) bool crossBoundary(TunerComm& c, uint64_t seq) noexcept {
   if (c.gaveUp) return false;
   if (!c.member) {
-    c.nextBoundary.store(control::kNoBoundary, std::memory_order_relaxed);
+    c.gate->nextBoundary.store(control::kNoBoundary);
     return true;
   }
   const control::VerdictNode* n = c.member->tryTake(c.nextIndex);
-  if (n == nullptr) n = waitForVerdict(c, seq);
-  if (c.gaveUp) {
-    c.nextBoundary.store(0, std::memory_order_relaxed);
-    return false;
+  if (n == nullptr) {
+    switch (waitForVerdict(c, seq, &n)) {
+      case WaitEnd::Verdict:
+        break;
+      case WaitEnd::Released:  // the I/O thread moved the boundary (or took it back): nothing to do here
+        return true;
+      case WaitEnd::Static:
+        c.gate->nextBoundary.store(control::kNoBoundary);
+        return true;
+      case WaitEnd::GaveUp:
+        c.gate->nextBoundary.store(0);
+        return false;
+    }
   }
-  if (n == nullptr || n->observeOnly) {
-    c.nextBoundary.store(control::kNoBoundary, std::memory_order_relaxed);
+  if (n->observeOnly) {
+    c.gate->nextBoundary.store(control::kNoBoundary);
     return true;
   }
   c.table.store(n->table.get(), std::memory_order_release);
-  c.nextBoundary.store(n->next, std::memory_order_relaxed);
+  c.gate->nextBoundary.store(n->next);
   ++c.nextIndex;
   control::Member& m = *c.member;
   m.prevPassedAtUs.store(m.passedAtUs.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -175,7 +216,7 @@ void publish(Runtime& rt, TunerComm& c, std::shared_ptr<const DecisionTable> t, 
   ev.source = source;
   ev.digest = digest;
   ev.ranges = logRanges(t->ranges());
-  ev.seq = c.calls.load(std::memory_order_relaxed);
+  ev.seq = c.gate->calls.load(std::memory_order_relaxed);
   rt.event(ev);
 }
 
@@ -226,7 +267,11 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
         c->syncTimeoutMs = rt->settings().syncTimeoutMs;
         c->joinTimeoutMs = rt->settings().joinTimeoutMs;
         c->giveUpMs = rt->settings().syncGiveUpMs;
-        c->nextBoundary.store(control::kB0, std::memory_order_relaxed);
+        c->proposals = rt->settings().sync != SyncMode::Deterministic;
+        c->gate = &c->member->gate;
+        // Deterministic members stop at kB0 whoever has joined (reproducible runs); production members
+        // stop nowhere until they accept a proposal (Member::answer).
+        if (!c->proposals) c->gate->nextBoundary.store(control::kB0);
         cp->addMember(c->member);
       }
     }
@@ -249,9 +294,12 @@ ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableVi
   auto* c = static_cast<TunerComm*>(context);
   if (c == nullptr || nChannels == nullptr) return ncclSuccess;
   // seq names the same collective on every rank; the hot path's only agreement work is this compare.
-  const uint64_t seq = c->calls.fetch_add(1, std::memory_order_relaxed);
-  if (seq >= c->nextBoundary.load(std::memory_order_relaxed)) [[unlikely]]
-    if (!crossBoundary(*c, seq)) return ncclInternalError;  // only with WIREWISE_SYNC_GIVE_UP_MS (opt-in)
+  // Both accesses are sequentially consistent (a locked add and a plain load on x86): a proposal's answer
+  // depends on their order against the I/O thread's (control::Member::answer).
+  control::Gate& g = *c->gate;
+  const uint64_t seq = g.calls.fetch_add(1);
+  if (seq >= g.nextBoundary.load()) [[unlikely]]
+    if (!crossBoundary(*c, seq)) return ncclInternalError;  // after WIREWISE_SYNC_GIVE_UP_MS at one boundary
   if (c->mode != Mode::Apply) return ncclSuccess;
   const DecisionTable* t = c->table.load(std::memory_order_acquire);
   if (!table.valid()) return ncclSuccess;
@@ -278,10 +326,11 @@ ncclResult_t tunerFinalize(void* context) noexcept {
     logev::CommFinalize ev;
     ev.comm = hexId(c->commId);
     ev.face = logev::faceName(logev::Face::Tuner);
-    ev.collectives = c->calls.load();
+    ev.collectives = c->gate->calls.load();
     ev.applied = c->applied.load();
     ev.kept = c->kept.load();
     ev.boundaries = c->nextIndex;
+    if (c->member) ev.waitedUs = c->waitedUs;
     rt->event(ev);
   } catch (...) {
   }

@@ -185,6 +185,10 @@ def main():
     p.add_argument("--message-kib", type=int, default=4096)
     p.add_argument("--window", type=int, default=8, help="messages in flight (NCCL keeps up to 8 per connection)")
     p.add_argument("--floor", type=float, default=0.0)
+    p.add_argument("--attempts", type=int, default=1,
+                   help="with --floor: measure again (up to this many times in all) while the floor is missed; "
+                        "another job's burst of CPU slows every run of one measurement, a regression every "
+                        "measurement")
     p.add_argument("--machine", default="")
     p.add_argument("--no-single-process", action="store_true",
                    help="skip the old reference (one iperf3 -P N process per rail)")
@@ -207,6 +211,16 @@ def main():
         if shutil.which(tool) is None:
             print(f"SKIP: needs {tool} (.ci/install-deps installs iperf3)")
             return SKIP
+    for attempt in range(1, max(1, a.attempts) + 1):
+        rc = measure(a, only)
+        if rc != 1 or attempt == max(1, a.attempts) or a.floor <= 0:
+            return rc
+        print(f"attempt {attempt} of {a.attempts} missed the floor; measuring again\n", flush=True)
+    return 1
+
+
+def measure(a, only):
+    """One whole measurement: namespaces up, the figures, the table; 1 when it fails or misses the floor."""
     rails = Rails()
     tmp = tempfile.mkdtemp(prefix="ww-netbench-")
     bench = None

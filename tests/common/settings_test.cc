@@ -196,8 +196,11 @@ TEST(Settings, AGiveUpTooShortIsRaisedToTheFloor) {
   EXPECT_EQ(read(FakeEnv{{{"WIREWISE_SYNC_GIVE_UP_MS", "0"}}}, &w).syncGiveUpMs, 0);
   EXPECT_EQ(read(FakeEnv{{{"WIREWISE_SYNC_GIVE_UP_MS", "5000"}}}, &w).syncGiveUpMs, 5000);
   EXPECT_TRUE(w.empty());
-  EXPECT_EQ(read(FakeEnv{{{"WIREWISE_SYNC_GIVE_UP_MS", "-3"}}}, &w).syncGiveUpMs, 0);
+  // A bad value falls back to the default, which gives up after 5 minutes: well inside PyTorch's 10-minute
+  // NCCL timeout, so that a lost coordinator fails the collective instead of hanging it unseen.
+  EXPECT_EQ(read(FakeEnv{{{"WIREWISE_SYNC_GIVE_UP_MS", "-3"}}}, &w).syncGiveUpMs, 300000);
   EXPECT_EQ(w.size(), 1u);
+  EXPECT_EQ(read(FakeEnv{}, &w).syncGiveUpMs, 300000);
 }
 
 TEST(Settings, RealsAndSwitches) {

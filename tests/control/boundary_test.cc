@@ -27,9 +27,27 @@ Report rep(uint64_t member, const Verdict& v, uint64_t elapsedUs = 1000) {
   return {0x1, member, v.index, v.boundary, elapsedUs, {}, {}, {}};
 }
 
+AgreementParams deterministic() {
+  AgreementParams p;
+  p.deterministic = true;
+  return p;
+}
+
+// Production mode: members 1..n join and accept the proposal of B0; returns verdict 0.
+Verdict startProduction(CommAgreement& a, uint64_t n) {
+  for (uint64_t m = 1; m <= n; ++m) a.join(m, 0);
+  std::optional<Propose> p = a.takeNewProposal();
+  EXPECT_TRUE(p.has_value());
+  if (!p) return {};
+  for (uint64_t m = 1; m <= n; ++m) a.answer({0x1, m, p->proposal, true, 0});
+  std::vector<Verdict> v = a.takeNew();
+  EXPECT_EQ(v.size(), 1u);
+  return v.empty() ? Verdict{} : v[0];
+}
+
 TEST(Boundary, Verdict0OnlyWhenAllJoin) {
   CountingPolicy pol;
-  CommAgreement a(0x1, 3, 1, {}, &pol);
+  CommAgreement a(0x1, 3, 1, deterministic(), &pol);
   a.join(10, 0);
   a.join(11, 1);
   a.join(11, 2);  // a duplicate join counts once
@@ -47,7 +65,7 @@ TEST(Boundary, Verdict0OnlyWhenAllJoin) {
 
 TEST(Boundary, ObserveOnlyWhenNotAllJoinInTime) {
   CountingPolicy pol;
-  AgreementParams p;
+  AgreementParams p = deterministic();
   p.joinTimeoutMs = 100;
   CommAgreement a(0x1, 4, 1, p, &pol);
   a.join(1, 50);
@@ -97,8 +115,7 @@ TEST(Boundary, ProductionDecidesOnWhatItHasAfterTheWait) {
   AgreementParams p;
   p.reportWaitMs = 20;
   CommAgreement a(0x1, 3, 1, p, &pol);
-  for (uint64_t m = 1; m <= 3; ++m) a.join(m, 0);
-  auto v0 = a.takeNew().at(0);
+  Verdict v0 = startProduction(a, 3);
   a.report(rep(1, v0), 100);
   a.tick(119);
   EXPECT_TRUE(a.takeNew().empty());
@@ -141,9 +158,7 @@ TEST(Boundary, SpacingFollowsTheSlowestMemberAndIsBounded) {
   p.targetMs = 100;
   p.fixedSpacing = 100;
   CommAgreement a(0x1, 2, 1, p, &pol);
-  a.join(1, 0);
-  a.join(2, 0);
-  auto v0 = a.takeNew().at(0);
+  Verdict v0 = startProduction(a, 2);
   // 100 collectives took 10 ms (member 1) and 50 ms (member 2): 2 per ms at the slowest -> 200 in 100 ms.
   a.report(rep(1, v0, 10000), 1);
   a.report(rep(2, v0, 50000), 1);
@@ -154,6 +169,106 @@ TEST(Boundary, SpacingFollowsTheSlowestMemberAndIsBounded) {
   a.report(rep(2, v1, 100000000), 2);
   auto v2 = a.takeNew().at(0);
   EXPECT_EQ(v2.next - v2.boundary, kMinSpacing);
+}
+
+// Production mode waits on nobody's join: nothing is proposed until all nRanks have joined, and no
+// timeout ever turns the comm observe-only (a member that joins late starts the schedule late).
+TEST(Boundary, ProductionProposesOnlyOnceAllJoinedAndNeverTimesOut) {
+  CountingPolicy pol;
+  AgreementParams p;
+  p.joinTimeoutMs = 100;
+  CommAgreement a(0x1, 3, 1, p, &pol);
+  a.join(1, 0);
+  a.join(2, 0);
+  a.tick(1000000);
+  EXPECT_EQ(a.nextDeadlineMs(1000000), -1);
+  EXPECT_FALSE(a.takeNewProposal().has_value());
+  EXPECT_TRUE(a.takeNew().empty());
+  a.join(3, 1000001);
+  std::optional<Propose> prop = a.takeNewProposal();
+  ASSERT_TRUE(prop.has_value());
+  EXPECT_EQ(prop->proposal, 0u);
+  EXPECT_EQ(prop->boundary, kB0);
+  EXPECT_FALSE(a.takeNewProposal().has_value());  // taken once
+  EXPECT_EQ(a.openProposal(), prop);              // but still open, for a member that joins again
+  // Two accepts are not all of them: no verdict, and the policy was not asked.
+  a.answer({0x1, 1, 0, true, 10});
+  a.answer({0x1, 2, 0, true, 12});
+  a.answer({0x1, 2, 0, true, 12});  // a repeated answer counts once
+  EXPECT_TRUE(a.takeNew().empty());
+  EXPECT_EQ(pol.calls, 0);
+  a.answer({0x1, 3, 0, true, 0});
+  auto v = a.takeNew();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].index, 0u);
+  EXPECT_EQ(v[0].boundary, kB0);
+  EXPECT_FALSE(v[0].observeOnly);
+  EXPECT_FALSE(a.openProposal().has_value());  // the schedule has started: nothing is proposed any more
+  a.answer({0x1, 3, 1, false, 5000});
+  EXPECT_FALSE(a.takeNewProposal().has_value());
+}
+
+// One refusal replaces the proposal by one past the refuser, with a margin that doubles each time; an
+// answer to a replaced proposal (accept or refuse) counts for nothing; verdict 0 comes at the proposal
+// every member accepted.
+TEST(Boundary, ARefusalProposesFurtherOnAndOldAnswersDoNotCount) {
+  CountingPolicy pol;
+  CommAgreement a(0x1, 2, 1, {}, &pol);
+  a.join(1, 0);
+  a.join(2, 0);
+  Propose p0 = a.takeNewProposal().value();
+  a.answer({0x1, 1, 0, true, 3});
+  a.answer({0x1, 2, 0, false, 900});  // member 2 is at collective 900 already
+  Propose p1 = a.takeNewProposal().value();
+  EXPECT_EQ(p1.proposal, 1u);
+  EXPECT_EQ(p1.boundary, 900 + kProposalMargin);
+  a.answer({0x1, 1, 0, true, 3});  // the old proposal: ignored
+  a.answer({0x1, 2, 1, false, 5000});
+  Propose p2 = a.takeNewProposal().value();
+  EXPECT_EQ(p2.boundary, 5000 + 2 * kProposalMargin);
+  // A refusal that names a count behind the proposal still moves past the proposal itself.
+  a.answer({0x1, 1, 2, false, 7});
+  Propose p3 = a.takeNewProposal().value();
+  EXPECT_EQ(p3.boundary, p2.boundary + 1 + 4 * kProposalMargin);
+  a.answer({0x1, 1, 1, true, 3});  // stale
+  a.answer({0x1, 2, 2, true, 3});  // stale
+  EXPECT_TRUE(a.takeNew().empty());
+  a.answer({0x1, 1, 3, true, 100});
+  a.answer({0x1, 2, 3, true, 200});
+  auto v = a.takeNew();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].boundary, p3.boundary);
+  EXPECT_GT(p0.boundary, 0u);
+}
+
+// Every member count 1..4 and every order of answers, with any one member refusing the first proposal:
+// exactly one verdict 0, at the proposal all accepted (the policy asked once).
+TEST(Boundary, EveryAnswerOrderGivesOneVerdictAtTheAcceptedProposal) {
+  for (uint32_t n = 1; n <= 4; ++n) {
+    for (uint32_t refuser = 0; refuser <= n; ++refuser) {  // n: nobody refuses
+      std::vector<uint64_t> ids(n);
+      std::iota(ids.begin(), ids.end(), 1);
+      do {
+        CountingPolicy pol;
+        CommAgreement a(0x1, n, 1, {}, &pol);
+        for (uint64_t id : ids) a.join(id, 0);
+        Propose cur = a.takeNewProposal().value();
+        for (uint64_t id : ids) {
+          const bool refuse = cur.proposal == 0 && id == refuser + 1;
+          a.answer({0x1, id, cur.proposal, !refuse, refuse ? uint64_t{1000} : uint64_t{0}});
+          if (std::optional<Propose> next = a.takeNewProposal()) cur = *next;
+        }
+        if (refuser < n) {  // the others accepted the first one, or answered it after it was replaced
+          ASSERT_TRUE(a.verdicts().empty());
+          for (uint64_t id : ids) a.answer({0x1, id, cur.proposal, true, 1000});
+        }
+        ASSERT_EQ(a.verdicts().size(), 1u);
+        EXPECT_EQ(a.verdicts()[0].boundary, cur.boundary);
+        EXPECT_EQ(cur.boundary, refuser < n ? 1000 + kProposalMargin : kB0);
+        EXPECT_EQ(pol.calls, 1);
+      } while (std::next_permutation(ids.begin(), ids.end()));
+    }
+  }
 }
 
 // Every member count 1..6, every join order, every report order for three rounds: deterministic mode

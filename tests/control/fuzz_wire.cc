@@ -37,6 +37,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         Report rep;
         Hello h;
         Leave l;
+        Propose pr;
+        Answer an;
+        (void)decode(f.payload, &pr);
+        (void)decode(f.payload, &an);
         (void)decode(f.payload, &v);
         (void)decode(f.payload, &j);
         (void)decode(f.payload, &rep);
@@ -50,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The message decoders directly (behind a MAC in real use, but they must hold on any bytes). Every
   // field list has one encoding per value, so what decodes re-encodes to the same bytes.
   if (!canonical<Join>(in) || !canonical<Report>(in) || !canonical<Leave>(in) || !canonical<Hello>(in) ||
-      !canonical<Verdict>(in))
+      !canonical<Verdict>(in) || !canonical<Propose>(in) || !canonical<Answer>(in))
     __builtin_trap();
   std::vector<Report> batch;
   if (decodeReports(in, &batch)) {  // decode . pack . encode is the identity

@@ -8,12 +8,17 @@
 // WW_TEST_TREE_FIRST=1 makes this process's cost tables prefer Tree over Ring (a rank of another kind, as on
 // a heterogeneous cluster: NVIDIA/nccl #1136). After writing <out file> it waits for <out file>.go before finalizing: the job ends together (a process
 // that hosts the coordinator must outlive the others' last boundary, as rank 0 does in a real job).
+// WW_TEST_BARRIER=<dir>:<n>: after creating its communicators it waits (up to 60 s) until <n> processes
+// have, as ncclCommInitRank returns on no rank before all have joined NCCL's bootstrap.
+// WW_TEST_PACE_US=<us>: at least this long between rounds (one collective of every comm), as collectives
+// take time on a GPU; without it a process runs thousands of collectives in the time of one round trip.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -63,12 +68,33 @@ int main(int argc, char** argv) {
                     &nvl, &constants) != ncclSuccess)
       return 5;
   }
+  if (const char* barrier = std::getenv("WW_TEST_BARRIER")) {
+    const std::string spec(barrier);
+    const std::string dir = spec.substr(0, spec.rfind(':'));
+    const long n = std::atol(spec.substr(spec.rfind(':') + 1).c_str());
+    std::ofstream(dir + "/ready" + std::to_string(getpid())) << "ready";
+    wirewise::waitUntil(
+        [&] {
+          long ready = 0;
+          for (const auto& e : std::filesystem::directory_iterator(dir))
+            ready += e.path().filename().string().rfind("ready", 0) == 0;
+          return ready >= n;
+        },
+        std::chrono::seconds(60), std::chrono::milliseconds(1));
+  }
+  const char* paceEnv = std::getenv("WW_TEST_PACE_US");
+  const auto pace = std::chrono::microseconds(paceEnv != nullptr ? std::atol(paceEnv) : 0);
+  auto nextRound = std::chrono::steady_clock::now();
   // One byte each for algorithm, protocol and channels, per collective, comm after comm.
   std::vector<std::vector<uint8_t>> rec(static_cast<size_t>(nComms));
   const loader::CommChannels comm{16, 16, 1};
   const char* treeFirst = std::getenv("WW_TEST_TREE_FIRST");
   const bool tree = treeFirst != nullptr && std::string(treeFirst) == "1";
   for (long s = 0; s < nColl; ++s) {
+    if (pace.count() > 0) {
+      nextRound += pace;
+      std::this_thread::sleep_until(nextRound);
+    }
     for (int i = 0; i < nComms; ++i) {
       float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
       for (auto& row : table)

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -102,5 +103,80 @@ TEST(Member, ProducerAndConsumerThreads) {
   EXPECT_FALSE(bad);
 }
 
+
+// Production mode's answer to a proposal of B0: accepted while no collective at or past it has started (and
+// the comm then stops there), refused with the count otherwise; asked again, the same answer; an older
+// proposal or one after verdict 0 gets none.
+TEST(Member, AnswersAProposalByItsCount) {
+  Member m(7, 1, 2, 1, 0);
+  m.gate.calls.store(10);
+  std::optional<Answer> a = m.answer({7, 0, 10});
+  ASSERT_TRUE(a.has_value());
+  EXPECT_TRUE(a->accepted);  // collective 10 has not started: it will see the boundary
+  EXPECT_EQ(a->calls, 10u);
+  EXPECT_EQ(m.gate.nextBoundary.load(), 10u);
+  EXPECT_EQ(m.gate.proposal.load(), Gate::kAccepted);
+  EXPECT_EQ(m.answer({7, 0, 10}), a);  // a reconnect's re-sent proposal: the same answer
+  m.gate.calls.store(11);  // collective 10 started: too late for a proposal of 10
+  std::optional<Answer> b = m.answer({7, 1, 10});
+  ASSERT_TRUE(b.has_value());
+  EXPECT_FALSE(b->accepted);
+  EXPECT_EQ(b->calls, 11u);
+  EXPECT_EQ(m.gate.nextBoundary.load(), UINT64_MAX);  // taken back: the comm stops nowhere
+  EXPECT_EQ(m.gate.proposal.load(), Gate::kRefused);
+  EXPECT_FALSE(m.answer({7, 0, 10}).has_value());  // older than the last one answered
+  EXPECT_FALSE(m.answer({8, 2, 100}).has_value());  // another comm's
+  std::optional<Answer> c = m.answer({7, 2, 100});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_TRUE(c->accepted);
+  ASSERT_NE(m.deliver(verdictAt(0)), nullptr);
+  EXPECT_FALSE(m.answer({7, 3, 200}).has_value());  // the schedule has started
+  EXPECT_EQ(m.gate.nextBoundary.load(), 100u);
+}
+
+// The handshake under a real race: one thread counts collectives as getCollInfo does (count, then look at
+// the boundary), another answers proposals of collectives just ahead of it. Every accepted proposal must
+// be seen by the counting thread exactly at its collective: an accepted member that ran past its boundary
+// would switch tables one collective late, a divergence.
+TEST(Member, EveryAcceptedProposalIsSeenAtItsCollective) {
+  for (int round = 0; round < 20; ++round) {
+    Member m(7, 1, 2, 1, 0);
+    constexpr uint64_t kCalls = 200000;
+    std::vector<uint64_t> stopsAtBoundary;  // seq where the counter found seq == nextBoundary
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> finished{0};  // collectives the counter is through with
+    std::thread counter([&] {
+      for (uint64_t i = 0; i < kCalls; ++i, finished.store(i)) {
+        const uint64_t seq = m.gate.calls.fetch_add(1);
+        const uint64_t nb = m.gate.nextBoundary.load();
+        if (seq < nb) continue;
+        // crossBoundary: only a boundary equal to seq can be a promise; wait out the answer in progress.
+        while (nb == seq && m.gate.proposal.load() == Gate::kDeciding) std::this_thread::yield();
+        if (nb == seq && m.gate.nextBoundary.load() == seq && m.gate.proposal.load() == Gate::kAccepted)
+          stopsAtBoundary.push_back(seq);
+      }
+      done = true;
+    });
+    std::vector<uint64_t> accepted;
+    uint64_t number = 0, refused = 0;
+    while (!done.load()) {
+      const uint64_t at = m.gate.calls.load() + (number % 3);  // now, or one or two collectives ahead
+      std::optional<Answer> a = m.answer({7, number++, at});
+      ASSERT_TRUE(a.has_value());
+      if (!a->accepted) {
+        ++refused;
+        continue;
+      }
+      accepted.push_back(at);
+      // The next proposal only once the counter is through this one: an accepted proposal is replaced
+      // only after another member's refusal, and then need not be kept.
+      while (!done.load() && finished.load() <= at) std::this_thread::yield();
+    }
+    counter.join();
+    // An accepted proposal the counter never reached (it ran out of collectives) is not a stop.
+    while (!accepted.empty() && accepted.back() >= kCalls) accepted.pop_back();
+    EXPECT_EQ(stopsAtBoundary, accepted) << "round " << round << ", " << refused << " refused";
+  }
+}
 }  // namespace
 }  // namespace wirewise::control

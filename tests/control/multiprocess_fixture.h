@@ -71,6 +71,10 @@ struct Job {
   std::map<int, long> delayMs;  // process -> start delay
   std::string syncTimeoutMs;
   std::string policy = "random-test";
+  // As NCCL: every process's communicators exist before any runs a collective (ncclCommInitRank returns
+  // together); off for tests of members that come late or never.
+  bool barrier = true;
+  long paceUs = 50;  // between rounds of collectives (a GPU's pace, not a tight loop)
   std::map<int, std::map<std::string, std::string>> env;  // process -> extra environment
 };
 
@@ -104,6 +108,8 @@ class MultiProcess : public ::testing::Test {
         setenv("WIREWISE_JOIN_TIMEOUT_MS", job.joinTimeoutMs.c_str(), 1);
         setenv("WIREWISE_SYNC_TIMEOUT_MS", "2000", 1);
         setenv("WIREWISE_LOG", (dir_ + "/log" + std::to_string(p) + ".jsonl").c_str(), 1);
+        if (job.barrier) setenv("WW_TEST_BARRIER", (dir_ + ":" + std::to_string(job.procs)).c_str(), 1);
+        setenv("WW_TEST_PACE_US", std::to_string(job.paceUs).c_str(), 1);
         unsetenv("WIREWISE_CONFIG");
         if (!job.syncTimeoutMs.empty()) setenv("WIREWISE_SYNC_TIMEOUT_MS", job.syncTimeoutMs.c_str(), 1);
         if (job.env.count(p))

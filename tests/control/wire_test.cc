@@ -44,6 +44,15 @@ TEST(Wire, MessagesRoundTrip) {
   Report r{1, 2, 3, 4, 5, {}, {}, {}}, r2;
   ASSERT_TRUE(decode(encode(r), &r2));
   EXPECT_EQ(r2.elapsedUs, 5u);
+  Propose p{1, 3, 640}, p2;
+  ASSERT_TRUE(decode(encode(p), &p2));
+  EXPECT_EQ(p, p2);
+  Answer a{1, 2, 3, true, 77}, a2;
+  ASSERT_TRUE(decode(encode(a), &a2));
+  EXPECT_EQ(a, a2);
+  // A proposal of "no boundary" is malformed: a member could never reach it.
+  Propose never{1, 0, UINT64_MAX}, out;
+  EXPECT_FALSE(decode(encode(never), &out));
 }
 
 Report evidenceReport() {
@@ -449,6 +458,8 @@ struct Gen {
   }
   Join join() { return {u64(), u64(), u32() | 1, u32(), u64(), u64()}; }
   Leave leave() { return {u64(), u64()}; }
+  Propose propose() { return {u64(), u64(), u64() >> 1}; }
+  Answer answer() { return {u64(), u64(), u64(), pick(0, 1) == 1, u64()}; }
   Report report() {
     Report r{u64(), u64(), u64(), u64(), u64(), {}, {}, {}};
     for (int n = pick(0, 40); n > 0; --n) r.samples.push_back(sample());
@@ -490,6 +501,8 @@ TEST(WireFields, EveryMessageRoundTripsThroughItsFieldList) {
     expectRoundTrip(g.hello());
     expectRoundTrip(g.join());
     expectRoundTrip(g.leave());
+    expectRoundTrip(g.propose());
+    expectRoundTrip(g.answer());
     expectRoundTrip(g.report());
     expectRoundTrip(g.verdict());
     // Reports: a batch, through the batcher and its field list.
@@ -587,6 +600,14 @@ bool decodes(MsgType t, std::span<const uint8_t> p) {
       std::vector<Report> m;
       return decodeReports(p, &m);
     }
+    case MsgType::Propose: {
+      Propose m;
+      return decode(p, &m);
+    }
+    case MsgType::Answer: {
+      Answer m;
+      return decode(p, &m);
+    }
   }
   return false;
 }
@@ -602,6 +623,8 @@ TEST(WireFields, EveryTruncationOfAValidFrameIsRefused) {
       {MsgType::Report, encode(slow)},
       {MsgType::Verdict, encode(sampleVerdict())},
       {MsgType::Leave, encode(Leave{3, 4})},
+      {MsgType::Propose, encode(Propose{5, 2, 640})},
+      {MsgType::Answer, encode(Answer{5, 6, 2, true, 600})},
       {MsgType::Reports, packReports(std::vector<std::vector<uint8_t>>{encode(slow), encode(evidenceReport())})[0]}};
   const Pair keys;
   for (const auto& [type, payload] : cases) {
