@@ -44,9 +44,10 @@ const SettingSpec kSpecs[] = {
     {"WIREWISE_LOG_QUEUE", IntRow{&Settings::logQueue, 16, 1 << 20},
      "adaptation-log lines held in memory while the writer catches up; beyond it lines are dropped and counted"},
     {"WIREWISE_SYNC", EnumRow<SyncMode>{&Settings::sync, kSyncModes},
-     "agreement across ranks through the coordinator ([control-plane.md](control-plane.md)); `deterministic`: the "
-     "coordinator waits for every member's report (the simulator's mode). Off by default until an adaptive policy "
-     "changes tables at run time"},
+     "agreement across ranks through the coordinator ([control-plane.md](control-plane.md)), on by default: every "
+     "rank switches tables at the same collective, and no rank ever waits for a member that has not joined. "
+     "`deterministic`: the coordinator waits for every member's report (the simulator's mode, reproducible runs); "
+     "`off`: each rank keeps its static table. `WIREWISE_MODE=observe` measures without changing anything"},
     {"WIREWISE_COORDINATOR", TextRow{&Settings::coordinator, TextKind::Text, nullptr, "(rendezvous)", "host:port"},
      "the coordinator's address; otherwise `MASTER_ADDR` with port `MASTER_PORT`+17, then SLURM, then Open MPI "
      "(one node), then loopback"},
@@ -76,8 +77,8 @@ const SettingSpec kSpecs[] = {
      "deterministic mode only: all members of a communicator must join within this time, else its verdict is "
      "observe-only (in production mode nobody waits for a join: the schedule starts once all have joined)"},
     {"WIREWISE_POLICY", EnumRow<PolicyKind>{&Settings::policy, kPolicies},
-     "the coordinator's policy (needs `WIREWISE_SYNC`): `static` distributes its `WIREWISE_CONFIG` table; "
-     "`adaptive` measures, detects changes and re-plans ([policy.md](policy.md))"},
+     "the coordinator's policy (needs `WIREWISE_SYNC`): `adaptive` (the default) measures, detects changes and "
+     "re-plans ([policy.md](policy.md)); `static` distributes its `WIREWISE_CONFIG` table"},
     {"WIREWISE_BOUNDARY_SPACING", IntRow{&Settings::boundarySpacing, 8, 1 << 20, true},
      "collectives between boundaries; `0`: from observed collective rates (about 100 ms of a communicator's "
      "traffic, never under 8; 32 in deterministic mode)"},

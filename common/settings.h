@@ -67,14 +67,14 @@ struct Settings {
   int64_t summaryMs = 10000;
   int64_t eventPool = 1024;
   int64_t logQueue = 8192;
-  SyncMode sync = SyncMode::Off;
+  SyncMode sync = SyncMode::On;
   std::string coordinator;  // host:port as given; control/rendezvous parses it
   Secret jobKey;
   std::string jobKeyFile;  // "" = none; control/rendezvous reads it
   int64_t syncTimeoutMs = 30000;
   int64_t syncGiveUpMs = 300000;  // 0: wait for ever
   int64_t joinTimeoutMs = 10000;
-  PolicyKind policy = PolicyKind::Static;
+  PolicyKind policy = PolicyKind::Adaptive;
   int64_t boundarySpacing = 0;  // 0: from observed rates
   int64_t probeSpacing = defaults::kProbeSpacing;
   double exploreShare = defaults::kExploreShare;

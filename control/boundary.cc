@@ -78,7 +78,12 @@ void CommAgreement::report(const Report& r, int64_t nowMs) {
   // NCCL's cost tables count even in a report that comes too late for its verdict: each is sent only once.
   ptrdiff_t i = indexOf(r.memberId);
   if (i >= 0) guard_.observe(r.memberId, r.sights);
-  if (r.index + 1 != verdicts_.size() || r.seq != verdicts_.back().boundary) return;  // stale or early
+  if (r.index + 1 != verdicts_.size() || r.seq != verdicts_.back().boundary) {
+    // A report that came after its boundary's verdict was made (production decides on what it has after
+    // reportWaitMs): its collectives are still evidence, for the next verdict. Early or malformed: dropped.
+    if (i >= 0 && r.index + 1 < verdicts_.size() && late_.size() < kMaxLateReports) late_.push_back(r);
+    return;
+  }
   if (i < 0 || reported_[static_cast<size_t>(i)]) return;
   reported_[static_cast<size_t>(i)] = 1;
   ++nReported_;
@@ -105,15 +110,21 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
   const Verdict& prev = verdicts_.back();
   uint64_t spacing = std::max(params_.fixedSpacing, kMinSpacing);
   if (!params_.deterministic && !params_.useFixedSpacing) {
-    uint64_t slowest = 0;  // the longest time any member took for the previous interval
+    uint64_t slowest = 0;  // the longest time any member took for the interval that ended at B_k
     for (const auto& r : pending_) slowest = std::max(slowest, r.elapsedUs);
-    uint64_t prevSpacing = prev.index == 0 ? spacing : prev.next - prev.boundary;
-    if (slowest > 0) {
-      long double perMs = static_cast<long double>(prevSpacing) * 1000.0L / static_cast<long double>(slowest);
+    // That interval is [B_k-1, B_k): verdict k-1's. (Verdict k's own, [B_k, B_k+1), may be far longer or
+    // shorter: a policy sets the length of the intervals it probes in, 8 collectives and up.)
+    const size_t n = verdicts_.size();
+    const uint64_t measured = n >= 2 ? verdicts_[n - 2].next - verdicts_[n - 2].boundary : 0;
+    if (slowest > 0 && measured > 0) {
+      long double perMs = static_cast<long double>(measured) * 1000.0L / static_cast<long double>(slowest);
       spacing = static_cast<uint64_t>(perMs * static_cast<long double>(params_.targetMs));
     }
     spacing = std::clamp<uint64_t>(spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
   }
+  // Late reports count as evidence, not as reports at this boundary (they carry no interval of it).
+  pending_.insert(pending_.end(), std::make_move_iterator(late_.begin()), std::make_move_iterator(late_.end()));
+  late_.clear();
   PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, prev.index + 1, prev.next, spacing, &pending_});
   if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
   std::vector<TableRule> pins = guard_.pins(out.rules);

@@ -34,6 +34,8 @@ inline constexpr uint64_t kNoBoundary = UINT64_MAX;
 // A refused proposal's successor lies this far past the furthest member (doubling with each refusal, up
 // to maxSpacing): far enough that a proposal crosses the network before the members reach it.
 inline constexpr uint64_t kProposalMargin = 64;
+// Late reports kept for the next verdict's evidence; beyond it (a member far behind) they are dropped.
+inline constexpr size_t kMaxLateReports = 4096;
 
 struct AgreementParams {
   bool deterministic = false;
@@ -93,6 +95,8 @@ class CommAgreement {
   // Reports at B_{verdicts_.size()-1}, the boundary of the newest verdict.
   std::vector<Report> pending_;
   int64_t firstReportMs_ = -1;
+  // Reports that came after their boundary's verdict: evidence for the next one (at most kMaxLateReports).
+  std::vector<Report> late_;
   // Production mode's proposal of B0: the newest one, which members have accepted it (by members_'s
   // positions), how many, and whether it has been taken for broadcast.
   std::optional<Propose> proposal_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <boost/asio/connect.hpp>
 
+#include "common/settings.h"
+
 namespace wirewise::control {
 
 namespace asio = boost::asio;
@@ -10,7 +12,9 @@ using asio::ip::tcp;
 
 namespace {
 constexpr auto kPoll = std::chrono::microseconds(500);
+constexpr auto kIdlePoll = std::chrono::microseconds(20000);
 constexpr auto kRetry = std::chrono::milliseconds(100);
+constexpr auto kHelloTimeout = std::chrono::milliseconds(2000);
 }  // namespace
 
 Client::Client(asio::io_context& io, std::string host, uint16_t port, std::vector<uint8_t> jobKey, LogFn log,
@@ -23,7 +27,8 @@ Client::Client(asio::io_context& io, std::string host, uint16_t port, std::vecto
       onVerdict_(std::move(onVerdict)),
       fill_(std::move(fill)),
       tick_(io),
-      retry_(io) {}
+      retry_(io),
+      hello_(io) {}
 
 void Client::start() {
   connect();
@@ -34,6 +39,7 @@ void Client::stop() {
   stopped_ = true;
   tick_.cancel();
   retry_.cancel();
+  hello_.cancel();
   if (session_) session_->close("stopping");
   session_.reset();
 }
@@ -80,14 +86,31 @@ void Client::connect() {
       return retryLater("cannot resolve " + host_ + ": " + ec.message());
     }
   }
-  asio::async_connect(*sock, eps, [this, sock](boost::system::error_code cec, const tcp::endpoint&) {
+  // A coordinator that never answers (SYNs dropped by a firewall, a host that is gone, a listener that
+  // accepts and never speaks) is as unreachable as a closed port: connecting and the handshake together
+  // get kHelloTimeout, then it is said once (retryLater) and tried again.
+  auto timedOut = std::make_shared<bool>(false);
+  hello_.expires_after(kHelloTimeout);
+  hello_.async_wait([this, sock, timedOut](boost::system::error_code hec) {
+    if (hec || stopped_) return;
+    const std::string why = "no answer within " + std::to_string(kHelloTimeout.count()) + " ms";
+    if (connecting_) {
+      *timedOut = true;
+      boost::system::error_code ignored;
+      sock->close(ignored);  // the connect's handler runs with an error and retries
+    } else if (session_ && !session_->keyed()) {
+      session_->close(why);
+    }
+  });
+  asio::async_connect(*sock, eps, [this, sock, timedOut](boost::system::error_code cec, const tcp::endpoint&) {
     connecting_ = false;
     if (stopped_) return;
-    if (cec) return retryLater(cec.message());
+    if (cec) {
+      hello_.cancel();
+      return retryLater(*timedOut ? "no answer within " + std::to_string(kHelloTimeout.count()) + " ms"
+                                  : cec.message());
+    }
     ++connects_;
-    if (warned_ && log_)
-      log_(false, "control plane: reconnected to coordinator " + host_ + ":" + std::to_string(port_));
-    warned_ = false;
     session_ = std::make_shared<Session>(std::move(*sock), jobKey_, false);
     std::weak_ptr<Session> weak = session_;
     session_->start([this](const Frame& f) { onFrame(f); },
@@ -105,8 +128,11 @@ void Client::retryLater(const std::string& why) {
   if (stopped_) return;
   if (!warned_ && log_)
     log_(true, "control plane: coordinator " + host_ + ":" + std::to_string(port_) + " unreachable (" + why +
-                   "); retrying. Communicators keep their table meanwhile (one that has already agreed on a "
-                   "boundary waits there for its verdict)");
+                   "); retrying. Communicators keep their table meanwhile and nobody waits for this process (one "
+                   "that has already agreed on a boundary waits there for its verdict). Fix: give every rank an "
+                   "address they can all reach in " + settingName(&Settings::coordinator) +
+                   "=host:port (or the launcher's MASTER_ADDR), open that port between the nodes, or set " +
+                   settingName(&Settings::sync) + "=off");
   // A lost connection is retried at once (the coordinator is probably still there); then every kRetry.
   retry_.expires_after(warned_ ? kRetry : std::chrono::milliseconds(0));
   warned_ = true;
@@ -116,6 +142,12 @@ void Client::retryLater(const std::string& why) {
 }
 
 void Client::onFrame(const Frame& f) {
+  // An authenticated frame: this is the job's coordinator (a connection alone is not proof: another job's
+  // coordinator accepts, then refuses the key). Only now is the trouble over.
+  if (warned_) {
+    warned_ = false;
+    if (log_) log_(false, "control plane: reconnected to coordinator " + host_ + ":" + std::to_string(port_));
+  }
   if (f.type == MsgType::Propose) {
     Propose p;
     if (!decode(f.payload, &p)) {
@@ -147,6 +179,7 @@ void Client::onFrame(const Frame& f) {
     }
     if (m->deliver(v, table) != nullptr && onVerdict_) onVerdict_(*m, v);
   }
+  if (idle_) armTick(kPoll);  // a schedule has started: its first report is due at B0
 }
 
 void Client::tick() {
@@ -177,13 +210,22 @@ void Client::tick() {
     auto payloads = batch.finish();
     for (const std::vector<uint8_t>& p : payloads) session_->send(MsgType::Reports, p);
   }
-  // Fixed-rate polls on the steady clock's grid of kPoll, not kPoll after the last one: every Client of an
+  // Fixed-rate polls on the steady clock's grid, not a period after the last one: every Client of an
   // io_context (the benchmark runs many processes' clients on one thread) wakes in the same pass instead
-  // of once each, and a slow tick does not push later ones back.
+  // of once each, and a slow tick does not push later ones back. Only members past verdict 0 pass
+  // boundaries to report: until one is, poll rarely (a process of a job whose schedule has not started
+  // costs the machine next to nothing), and poll at once when verdict 0 comes (onFrame).
+  const bool active = std::any_of(members_.begin(), members_.end(), [](const auto& m) { return m->delivered() > 0; });
+  armTick(active ? kPoll : kIdlePoll);
+}
+
+void Client::armTick(std::chrono::microseconds period) {
+  idle_ = period != kPoll;
+  const uint64_t gen = ++tickGen_;  // a tick armed again replaces this one, even if its handler is queued
   auto now = std::chrono::steady_clock::now().time_since_epoch();
-  tick_.expires_at(std::chrono::steady_clock::time_point((now / kPoll + 1) * kPoll));
-  tick_.async_wait([this](boost::system::error_code ec) {
-    if (!ec) tick();
+  tick_.expires_at(std::chrono::steady_clock::time_point((now / period + 1) * period));
+  tick_.async_wait([this, gen](boost::system::error_code ec) {
+    if (!ec && gen == tickGen_) tick();
   });
 }
 

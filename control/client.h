@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -42,6 +43,7 @@ class Client {
   void join(Member& m);
   void tick();
   void retryLater(const std::string& why);
+  void armTick(std::chrono::microseconds period);
 
   boost::asio::io_context& io_;
   std::string host_;
@@ -50,9 +52,11 @@ class Client {
   LogFn log_;
   VerdictFn onVerdict_;
   ReportFillFn fill_;
-  boost::asio::steady_timer tick_, retry_;
+  boost::asio::steady_timer tick_, retry_, hello_;
   std::shared_ptr<Session> session_;
   bool connecting_ = false, stopped_ = false, warned_ = false;
+  bool idle_ = true;      // the report poll runs at its idle period (no member past verdict 0)
+  uint64_t tickGen_ = 0;  // the poll armed last; an older one's handler does nothing
   uint64_t connects_ = 0;
   std::vector<std::shared_ptr<Member>> members_;
   // The newest table built per communicator: most verdicts repeat the table in force (the policy changes

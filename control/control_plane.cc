@@ -26,15 +26,29 @@ std::unique_ptr<Policy> makePolicy(const ControlOptions& o) {
 ControlPlane::ControlPlane(ControlOptions opts) : opts_(std::move(opts)) {
   address_ = opts_.host + ":" + std::to_string(opts_.port);
   if (opts_.mayHost) {
-    boost::system::error_code ec;
-    auto addr = asio::ip::make_address(opts_.host, ec);
-    if (!ec) {
+    // The rendezvous host may be a name (torchrun's MASTER_ADDR, a SLURM node list): bind each of its
+    // addresses in turn. Only a local one binds, so the coordinator starts on the host the name stands for.
+    std::vector<asio::ip::address> addrs;
+    boost::system::error_code rec;
+    if (auto addr = asio::ip::make_address(opts_.host, rec); !rec) {
+      addrs.push_back(addr);
+    } else {
+      tcp::resolver res(io_);
+      for (const auto& e : res.resolve(opts_.host, "", rec)) addrs.push_back(e.endpoint().address());
+    }
+    for (const asio::ip::address& addr : addrs) {
+      if (coordinator_) break;
+      boost::system::error_code ec;
       tcp::acceptor acc(io_);
       tcp::endpoint ep(addr, opts_.port);
       acc.open(ep.protocol(), ec);
       if (!ec) acc.set_option(tcp::acceptor::reuse_address(true), ec);
       if (!ec) acc.bind(ep, ec);
       if (!ec) acc.listen(asio::socket_base::max_listen_connections, ec);
+      if (!ec && opts_.port == 0) {  // a coordinator of this process's own: the port the kernel picked
+        opts_.port = acc.local_endpoint(ec).port();
+        address_ = opts_.host + ":" + std::to_string(opts_.port);
+      }
       if (!ec) ::fcntl(acc.native_handle(), F_SETFD, FD_CLOEXEC);  // a started program must not hold the port
       if (!ec) {
         coordinator_ = std::make_unique<Coordinator>(io_, std::move(acc), opts_.jobKey, opts_.params, makePolicy(opts_),

@@ -14,6 +14,7 @@ namespace {
 constexpr size_t kMaxSessions = 16384;
 constexpr size_t kMaxQueuedBytes = size_t{64} << 20;  // a member that stops reading is dropped
 constexpr auto kTick = std::chrono::milliseconds(2);
+constexpr auto kIdleTick = std::chrono::milliseconds(50);
 
 }  // namespace
 
@@ -83,6 +84,7 @@ void Coordinator::accept() {
 
 void Coordinator::onFrame(const std::shared_ptr<Session>& s, const Frame& f) {
   int64_t now = nowMs();
+  if (idle_ && !stopped_) armTick(kTick);  // a join or a report may start a deadline
   if (f.type == MsgType::Join) {
     Join j;
     if (!decode(f.payload, &j)) return s->close("rejected: malformed join");
@@ -199,9 +201,19 @@ void Coordinator::tick() {
                      std::to_string(c.agreement->nRanks()) + " members joined in time; observe-only");
     flush(id, c);
   }
-  timer_.expires_after(kTick);
-  timer_.async_wait([this](boost::system::error_code ec) {
-    if (!ec) tick();
+  // Every kTick while some comm has a deadline to watch (a production report wait, a deterministic join
+  // timeout); otherwise rarely, and again every kTick as soon as a frame may have started one (onFrame).
+  bool pending = false;
+  for (auto& [id, c] : comms_) pending = pending || c.agreement->nextDeadlineMs(now) >= 0;
+  armTick(pending ? kTick : kIdleTick);
+}
+
+void Coordinator::armTick(std::chrono::milliseconds after) {
+  idle_ = after != kTick;
+  const uint64_t gen = ++tickGen_;  // a tick armed again replaces this one, even if its handler is queued
+  timer_.expires_after(after);
+  timer_.async_wait([this, gen](boost::system::error_code ec) {
+    if (!ec && gen == tickGen_) tick();
   });
 }
 

@@ -49,6 +49,7 @@ class Coordinator {
   void flush(uint64_t commId, Comm& c);
   void broadcast(Comm& c, MsgType type, const std::vector<uint8_t>& payload);
   void tick();
+  void armTick(std::chrono::milliseconds after);
   int64_t nowMs() const;
 
   boost::asio::io_context& io_;
@@ -61,6 +62,8 @@ class Coordinator {
   LogFn log_;
   uint16_t port_ = 0;
   bool stopped_ = false;
+  bool idle_ = false;     // the timer runs at its idle period (no deadline to watch)
+  uint64_t tickGen_ = 0;  // the tick armed last; an older one's handler does nothing
   std::map<uint64_t, Comm> comms_;
   std::set<std::shared_ptr<Session>> sessions_;
   CoordinatorStats stats_;

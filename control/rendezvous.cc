@@ -74,8 +74,13 @@ Rendezvous resolveRendezvous(const Settings& s, const EnvSource& env) {
   std::string ompiJob = get(env, "OMPI_MCA_ess_base_jobid");
   if (!ompiJob.empty() && get(env, "OMPI_COMM_WORLD_SIZE") == get(env, "OMPI_COMM_WORLD_LOCAL_SIZE"))
     return {"127.0.0.1", portFromText("ompi:" + ompiJob), "Open MPI (single node)", problem};
-  // One host, no launcher variables: loopback. Jobs of other users (or with other keys) on the same port
-  // fail authentication, so their members never join: they stay observe-only rather than diverge.
+  // No launcher variables and no job key: nothing tells this process's job from another job of the same
+  // user on this host, which would derive the same key and port, join one coordinator, and stall when
+  // that job ends. Its own coordinator on a port the kernel picks serves the communicators of this process
+  // (a single-process job adapts); one that spans processes never has all its members and keeps its table.
+  if (!s.jobKey.set() && s.jobKeyFile.empty()) return {"127.0.0.1", 0, kPrivateRendezvous, problem};
+  // One host, a job key the user set: loopback. Jobs of other users (or with other keys) on the same port
+  // fail authentication, so their members never join: they keep their tables rather than diverge.
   // A key file stands for its key by its path: the port is chosen before, and without, reading it.
   const std::string key = s.jobKeyFile.empty() ? s.jobKey.value : "file:" + s.jobKeyFile;
   return {"127.0.0.1", portFromText("loopback:" + key + ":" + get(env, "USER")), "loopback", problem};

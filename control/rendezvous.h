@@ -3,8 +3,9 @@
 //
 // Order: the coordinator setting (host:port); torchrun's MASTER_ADDR with port MASTER_PORT + kPortOffset;
 // SLURM (first host of SLURM_JOB_NODELIST, port from SLURM_JOB_ID and SLURM_STEP_ID: concurrent srun steps
-// of one job are separate jobs to NCCL); Open MPI on one node (loopback, port from its job id); otherwise
-// loopback with a port derived from the job key. Every process first tries to
+// of one job are separate jobs to NCCL); Open MPI on one node (loopback, port from its job id); loopback
+// with a port derived from the job key when the user set one; otherwise a coordinator of this process's
+// own (port 0: the kernel picks it). Every process first tries to
 // bind host:port (so the process on that host that binds first hosts the coordinator: it binds exactly
 // that address, never a wildcard), then connects to it as a member.
 #pragma once
@@ -18,6 +19,9 @@
 namespace wirewise::control {
 
 inline constexpr int kPortOffset = 17;
+// The rendezvous of a process with no launcher variables and no job key: a coordinator of its own, on a
+// loopback port the kernel picks (port 0).
+inline constexpr const char* kPrivateRendezvous = "loopback, this process only";
 
 struct Rendezvous {
   std::string host;

@@ -26,6 +26,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void send(MsgType type, std::span<const uint8_t> payload);
   void close(const std::string& why);
   bool open() const { return !closed_; }
+  bool keyed() const { return keyed_; }  // the peer's Hello came: the handshake is done
   const std::string& peer() const { return peer_; }
   size_t queuedBytes() const { return queuedBytes_; }
 

@@ -61,6 +61,10 @@ void prepareEnvironment(const DemoOptions& o) {
     setenv(settingName(&Settings::logPath), o.log.c_str(), 1);
   else
     setenv(settingName(&Settings::logPath), "none", 0);  // the user's own log setting wins
+  // One process plays one rank of a communicator of many, and there is no profiler face: no schedule
+  // could start, so agreement would only add a coordinator and the WARN that nothing adapts. The demo
+  // shows the static table (the user's own setting wins).
+  setenv(settingName(&Settings::sync), "off", 0);
 }
 
 int runDemo(const DemoOptions& o) {

@@ -123,8 +123,9 @@ std::vector<int> addComms(PluginHost& host, const Plan& plan, const std::vector<
 
 // What playSteps needs to run process `index`'s ranks of the scenario through `host`.
 StepsIn stepsFor(const Scenario& sc, const Plan& plan, uint64_t seed, int steps, PluginHost& host,
-                 const Ownership& owners, ProcessGroup& group) {
+                 const Ownership& owners, ProcessGroup& group, const PluginEnv& env) {
   StepsIn in;
+  in.realPace = env.sync().value == "on";
   in.scenario = &sc;
   in.plan = &plan;
   in.seed = seed;
@@ -147,7 +148,7 @@ StepsIn stepsFor(const Scenario& sc, const Plan& plan, uint64_t seed, int steps,
     // Process 0 loads the plugin first, so that it hosts the coordinator and outlives every member.
     group.receive('G');
     PluginHost host(opt.pluginPath, opt.profilerPath, &simLogger);
-    playSteps(stepsFor(sc, plan, seed, steps, host, owners, group));
+    playSteps(stepsFor(sc, plan, seed, steps, host, owners, group, env));
     const HostInfo info = hostInfo(host);
     // Finalize flushes this process's log before process 0 reads it.
     host.finalizeAll();
@@ -200,7 +201,7 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
   std::vector<HostInfo> infos;
   try {
     PluginHost& host = hostSlot.emplace(opt.pluginPath, opt.profilerPath, &simLogger);
-    StepsIn in = stepsFor(sc, plan, seed, steps, host, owners, group);  // group.index() is 0 here
+    StepsIn in = stepsFor(sc, plan, seed, steps, host, owners, group, env);  // group.index() is 0 here
     in.progress = opt.progress;
     if (procs > 1) group.broadcast('G', "");
     out = playSteps(in);

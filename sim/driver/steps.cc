@@ -2,9 +2,11 @@
 #include "sim/driver/steps.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "sim/driver/noise.h"
 
@@ -62,6 +64,7 @@ struct Clocks {
     return end;
   }
   double max() const { return *std::max_element(t.begin(), t.end()); }
+  double min() const { return *std::min_element(t.begin(), t.end()); }
 };
 
 // Each channel's share of the collective's time in the truth model (1 for the slowest channel, which sets
@@ -167,6 +170,8 @@ StepsOut playSteps(const StepsIn& in) {
   float tbl[kNumAlgos][kNumProtos];
   constexpr uint64_t kBaseNs = 1000000000ull;  // the virtual GPU clock starts at 1 s: 0 means "no timestamp"
 
+  const auto wall0 = std::chrono::steady_clock::now();
+  Clocks& wwClock = clocks[static_cast<int>(SimMode::Wirewise)];
   for (int step = 0; step < steps; ++step) {
     const int st = plan.stateOfStep[step];
     for (Clocks& c : clocks) {
@@ -178,6 +183,8 @@ StepsOut playSteps(const StepsIn& in) {
       const std::vector<int>& slots = plan.entrySlots[e];
       const size_t ns = slots.size();
       for (int rep = 0; rep < sc.workload.step[e].repeat; ++rep) {
+        if (in.realPace)  // the job's pace: these collectives start when the simulated cluster gets to them
+          std::this_thread::sleep_until(wall0 + std::chrono::microseconds(static_cast<int64_t>(wwClock.min())));
         // wirewise: every rank asks its own tuner context, exactly as NCCL would. The instances of one entry
         // have disjoint ranks, so asking all of them before any runs keeps each rank's call order.
         draws.resize(ns);

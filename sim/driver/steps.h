@@ -47,6 +47,10 @@ struct StepsIn {
   const Ownership* owners = nullptr;
   ProcessGroup* group = nullptr;
   std::function<void(int, int)> progress;  // may be empty
+  // Production mode (WIREWISE_SYNC=on): wall time follows the wirewise mode's simulated time, so that the
+  // protocol's own timing (report waits, boundaries spaced by collective rates, round trips) plays out as
+  // in a job on the simulated cluster. Otherwise the run goes as fast as the machine allows.
+  bool realPace = false;
 };
 
 StepsOut playSteps(const StepsIn& in);

@@ -151,9 +151,21 @@ TEST(Settings, BadEnumValuesAreCaseInsensitiveAndNameTheListedValues) {
   EXPECT_EQ(read(FakeEnv{{{"WIREWISE_SYNC", "Deterministic"}}}, &w).sync, SyncMode::Deterministic);
   EXPECT_TRUE(w.empty());
   Settings s = read(FakeEnv{{{"WIREWISE_SYNC", "maybe"}}}, &w);
-  EXPECT_EQ(s.sync, SyncMode::Off);
+  EXPECT_EQ(s.sync, SyncMode::On);
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0], "ignoring WIREWISE_SYNC=\"maybe\": accepted values are off, on, deterministic; using the default off");
+  EXPECT_EQ(w[0], "ignoring WIREWISE_SYNC=\"maybe\": accepted values are off, on, deterministic; using the default on");
+}
+
+// On by default (issue: only NCCL_TUNER_PLUGIN and NCCL_PROFILER_PLUGIN set): agreement in production mode
+// and the adaptive policy; one variable turns it to measuring only.
+TEST(Settings, AdaptationIsOnByDefault) {
+  std::vector<std::string> w;
+  Settings s = read(FakeEnv{}, &w);
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(s.mode, Mode::Apply);
+  EXPECT_EQ(s.sync, SyncMode::On);
+  EXPECT_EQ(s.policy, PolicyKind::Adaptive);
+  EXPECT_EQ(read(FakeEnv{{{"WIREWISE_MODE", "observe"}}}, &w).mode, Mode::Observe);
 }
 
 // random-test changes tables at every boundary: the tests need it, a user must never be offered it.

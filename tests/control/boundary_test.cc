@@ -15,12 +15,14 @@ class CountingPolicy : public Policy {
  public:
   PolicyOutput decide(const PolicyInput& in) override {
     lastReports = in.reports->size();
+    lastSamples = 0;
+    for (const Report& r : *in.reports) lastSamples += r.samples.size();
     ++calls;
     return {{TableRule{kAny, 0, UINT64_MAX, {kAlgoRing, kAny, static_cast<int8_t>(1 + in.index % 8)}}},
             "v" + std::to_string(in.index)};
   }
   int calls = 0;
-  size_t lastReports = 0;
+  size_t lastReports = 0, lastSamples = 0;
 };
 
 Report rep(uint64_t member, const Verdict& v, uint64_t elapsedUs = 1000) {
@@ -123,10 +125,24 @@ TEST(Boundary, ProductionDecidesOnWhatItHasAfterTheWait) {
   auto v1 = a.takeNew();
   ASSERT_EQ(v1.size(), 1u);
   EXPECT_EQ(pol.lastReports, 1u);
-  // The late report for B0 is stale now and ignored.
-  a.report(rep(2, v0), 121);
+  // The late report for B0 neither counts as a report at B1 nor makes a verdict of its own...
+  Report late = rep(2, v0);
+  late.samples.push_back({17, 4096, 12000, 0, 1, 0, 8});
+  a.report(late, 121);
   a.tick(1000);
   EXPECT_TRUE(a.takeNew().empty());
+  // ...but its evidence is not thrown away: the policy gets it with the reports at B1.
+  a.report(rep(1, v1[0]), 1100);
+  a.tick(1120);
+  ASSERT_EQ(a.takeNew().size(), 1u);
+  EXPECT_EQ(pol.lastReports, 2u);
+  ASSERT_EQ(pol.lastSamples, 1u);
+  // Used once: the verdict after that has only its own reports.
+  a.report(rep(3, a.verdicts().back()), 1200);
+  a.tick(1220);
+  ASSERT_EQ(a.takeNew().size(), 1u);
+  EXPECT_EQ(pol.lastReports, 1u);
+  EXPECT_EQ(pol.lastSamples, 0u);
 }
 
 TEST(Boundary, RejectsStrangersDuplicatesAndWrongBoundaries) {
@@ -159,16 +175,27 @@ TEST(Boundary, SpacingFollowsTheSlowestMemberAndIsBounded) {
   p.fixedSpacing = 100;
   CommAgreement a(0x1, 2, 1, p, &pol);
   Verdict v0 = startProduction(a, 2);
-  // 100 collectives took 10 ms (member 1) and 50 ms (member 2): 2 per ms at the slowest -> 200 in 100 ms.
-  a.report(rep(1, v0, 10000), 1);
-  a.report(rep(2, v0, 50000), 1);
+  // At B0 no member knows a rate (its first boundary): the fixed spacing.
+  a.report(rep(1, v0, 0), 1);
+  a.report(rep(2, v0, 0), 1);
   auto v1 = a.takeNew().at(0);
-  EXPECT_EQ(v1.next - v1.boundary, 200u);
-  // Very slow traffic: never closer than kMinSpacing.
-  a.report(rep(1, v1, 100000000), 2);
-  a.report(rep(2, v1, 100000000), 2);
+  EXPECT_EQ(v1.next - v1.boundary, 100u);
+  // [B0, B1) = 100 collectives took 10 ms (member 1) and 50 ms (member 2): 2 per ms at the slowest -> 200
+  // in 100 ms.
+  a.report(rep(1, v1, 10000), 2);
+  a.report(rep(2, v1, 50000), 2);
   auto v2 = a.takeNew().at(0);
-  EXPECT_EQ(v2.next - v2.boundary, kMinSpacing);
+  EXPECT_EQ(v2.next - v2.boundary, 200u);
+  // The reports at B2 time [B1, B2), verdict 1's 100 collectives, not verdict 2's 200: 100 in 25 ms -> 400.
+  a.report(rep(1, v2, 25000), 3);
+  a.report(rep(2, v2, 25000), 3);
+  auto v3 = a.takeNew().at(0);
+  EXPECT_EQ(v3.next - v3.boundary, 400u);
+  // Very slow traffic: never closer than kMinSpacing.
+  a.report(rep(1, v3, 100000000), 4);
+  a.report(rep(2, v3, 100000000), 4);
+  auto v4 = a.takeNew().at(0);
+  EXPECT_EQ(v4.next - v4.boundary, kMinSpacing);
 }
 
 // Production mode waits on nobody's join: nothing is proposed until all nRanks have joined, and no

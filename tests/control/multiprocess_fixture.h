@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,11 +72,16 @@ struct Job {
   std::string joinTimeoutMs = "10000";
   std::map<int, long> delayMs;  // process -> start delay
   std::string syncTimeoutMs;
-  std::string policy = "random-test";
+  std::string policy = "random-test";  // empty: WIREWISE_POLICY unset (the plugin's default)
   // As NCCL: every process's communicators exist before any runs a collective (ncclCommInitRank returns
   // together); off for tests of members that come late or never.
   bool barrier = true;
   long paceUs = 50;  // between rounds of collectives (a GPU's pace, not a tight loop)
+  // Launcher-only: no WIREWISE_COORDINATOR or WIREWISE_JOB_KEY (the rendezvous and key come from the
+  // launcher's variables in `env`); sync empty: WIREWISE_SYNC unset (the plugin's default).
+  bool launcher = false;
+  int first = 0;  // the processes' file numbers start here (two jobs in one test directory)
+  std::string netns;  // run the processes in this network namespace (ip netns add): the test's own network
   std::map<int, std::map<std::string, std::string>> env;  // process -> extra environment
 };
 
@@ -91,6 +98,26 @@ class MultiProcess : public ::testing::Test {
 
   std::string out(int p) const { return dir_ + "/rank" + std::to_string(p) + ".bin"; }
 
+  // The driver's timing of process p: microseconds to the end of its communicators' init, and from then to
+  // its 1,000th round.
+  std::pair<int64_t, int64_t> timing(int p) const {
+    std::ifstream f(out(p) + ".timing");
+    int64_t init = -1, to1000 = -1;
+    f >> init >> to1000;
+    return {init, to1000};
+  }
+
+  // What waited_us says in process p's comm_finalize lines, summed: the time its getCollInfo calls waited.
+  uint64_t waitedUs(int p) const {
+    std::ifstream f(dir_ + "/log" + std::to_string(p) + ".jsonl");
+    std::string line;
+    uint64_t total = 0;
+    const std::string key = "\"waited_us\":";
+    while (std::getline(f, line))
+      if (size_t at = line.find(key); at != std::string::npos) total += std::stoull(line.substr(at + key.size()));
+    return total;
+  }
+
   // Runs the job to completion; returns per process the recorded decisions (empty on failure).
   std::vector<std::vector<uint8_t>> run(const Job& job) { return finish(job, spawn(job)); }
 
@@ -100,23 +127,43 @@ class MultiProcess : public ::testing::Test {
       pid_t pid = fork();
       if (pid == 0) {
         closeInheritedFds();
-        setenv("WIREWISE_SYNC", job.sync.c_str(), 1);
-        setenv("WIREWISE_COORDINATOR", ("127.0.0.1:" + std::to_string(job.port)).c_str(), 1);
-        setenv("WIREWISE_JOB_KEY", kKey, 1);
-        setenv("WIREWISE_POLICY", job.policy.c_str(), 1);
+        if (!job.netns.empty()) {
+          int fd = open(("/var/run/netns/" + job.netns).c_str(), O_RDONLY | O_CLOEXEC);
+          if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) _exit(126);
+        }
+        const int f = job.first + p;
+        if (job.sync.empty())
+          unsetenv("WIREWISE_SYNC");
+        else
+          setenv("WIREWISE_SYNC", job.sync.c_str(), 1);
+        if (!job.launcher) {
+          setenv("WIREWISE_COORDINATOR", ("127.0.0.1:" + std::to_string(job.port)).c_str(), 1);
+          setenv("WIREWISE_JOB_KEY", kKey, 1);
+        } else {
+          for (const char* v : {"WIREWISE_COORDINATOR", "WIREWISE_JOB_KEY", "WIREWISE_JOB_KEY_FILE", "MASTER_ADDR",
+                                "MASTER_PORT", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID",
+                                "SLURM_JOB_NODELIST", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"})
+            unsetenv(v);
+        }
+        if (job.policy.empty())
+          unsetenv("WIREWISE_POLICY");
+        else
+          setenv("WIREWISE_POLICY", job.policy.c_str(), 1);
         setenv("WIREWISE_BOUNDARY_SPACING", job.spacing.c_str(), 1);
         setenv("WIREWISE_JOIN_TIMEOUT_MS", job.joinTimeoutMs.c_str(), 1);
         setenv("WIREWISE_SYNC_TIMEOUT_MS", "2000", 1);
-        setenv("WIREWISE_LOG", (dir_ + "/log" + std::to_string(p) + ".jsonl").c_str(), 1);
-        if (job.barrier) setenv("WW_TEST_BARRIER", (dir_ + ":" + std::to_string(job.procs)).c_str(), 1);
+        setenv("WIREWISE_LOG", (dir_ + "/log" + std::to_string(f) + ".jsonl").c_str(), 1);
+        if (job.barrier)
+          setenv("WW_TEST_BARRIER", (dir_ + ":" + std::to_string(job.first) + ":" + std::to_string(job.procs)).c_str(),
+                 1);
         setenv("WW_TEST_PACE_US", std::to_string(job.paceUs).c_str(), 1);
         unsetenv("WIREWISE_CONFIG");
         if (!job.syncTimeoutMs.empty()) setenv("WIREWISE_SYNC_TIMEOUT_MS", job.syncTimeoutMs.c_str(), 1);
         if (job.env.count(p))
           for (const auto& [k, v] : job.env.at(p)) setenv(k.c_str(), v.c_str(), 1);
-        if (FILE* err = std::freopen((dir_ + "/err" + std::to_string(p) + ".txt").c_str(), "w", stderr)) (void)err;
+        if (FILE* err = std::freopen((dir_ + "/err" + std::to_string(f) + ".txt").c_str(), "w", stderr)) (void)err;
         std::string delay = std::to_string(job.delayMs.count(p) ? job.delayMs.at(p) : 0);
-        std::string o = out(p), comms = std::to_string(job.comms), ranks = std::to_string(job.ranks),
+        std::string o = out(f), comms = std::to_string(job.comms), ranks = std::to_string(job.ranks),
                     coll = std::to_string(job.collectives);
         execl(WW_MEMBER_DRIVER, WW_MEMBER_DRIVER, WW_TUNER_SO, o.c_str(), comms.c_str(), ranks.c_str(), coll.c_str(),
               delay.c_str(), static_cast<char*>(nullptr));
@@ -132,16 +179,16 @@ class MultiProcess : public ::testing::Test {
     const char* limit = std::getenv("WW_MP_DEADLINE_S");
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limit ? std::atoi(limit) : 150);
     for (int p = 0; p < job.procs; ++p)
-      waitUntil([&] { return std::filesystem::exists(out(p)); }, deadline - std::chrono::steady_clock::now(),
+      waitUntil([&] { return std::filesystem::exists(out(job.first + p)); }, deadline - std::chrono::steady_clock::now(),
                 std::chrono::milliseconds(5));
-    for (int p = 0; p < job.procs; ++p) std::ofstream(out(p) + ".go") << "go";
+    for (int p = 0; p < job.procs; ++p) std::ofstream(out(job.first + p) + ".go") << "go";
     std::vector<std::vector<uint8_t>> rec;
     for (int p = 0; p < job.procs; ++p) {
       int status = 0;
       if (std::chrono::steady_clock::now() >= deadline) kill(kids[static_cast<size_t>(p)], SIGKILL);
       waitpid(kids[static_cast<size_t>(p)], &status, 0);
       EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "process " << p << " status " << status;
-      std::ifstream f(out(p), std::ios::binary);
+      std::ifstream f(out(job.first + p), std::ios::binary);
       rec.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
     }
     return rec;
@@ -209,9 +256,10 @@ class MultiProcess : public ::testing::Test {
                      std::chrono::milliseconds(20));
   }
 
-  size_t countLog(int procs, const std::string& needle, const char* file = "/log", const char* ext = ".jsonl") const {
+  size_t countLog(int procs, const std::string& needle, const char* file = "/log", const char* ext = ".jsonl",
+                  int first = 0) const {
     size_t n = 0;
-    for (int p = 0; p < procs; ++p) {
+    for (int p = first; p < first + procs; ++p) {
       std::ifstream f(dir_ + file + std::to_string(p) + ext);
       std::string line;
       while (std::getline(f, line)) n += line.find(needle) != std::string::npos;
@@ -226,11 +274,11 @@ class MultiProcess : public ::testing::Test {
 // log lines are kept: the coordinator logs (and must be able to log) observe-only comms and dropped clients.
 class HostedCoordinator {
  public:
-  explicit HostedCoordinator(uint16_t port, bool deterministic = false) {
+  explicit HostedCoordinator(uint16_t port, bool deterministic = false, const char* key = kKey) {
     ControlOptions o;
     o.host = "127.0.0.1";
     o.port = port;
-    o.jobKey.assign(kKey, kKey + std::strlen(kKey));
+    o.jobKey.assign(key, key + std::strlen(key));
     o.policy = PolicyKind::RandomTest;
     o.params.deterministic = deterministic;
     o.params.useFixedSpacing = true;

@@ -38,7 +38,10 @@ TEST_F(MultiProcess, ThirtyTwoProcessesWithConnectionsCut) {
   while (job.port == coordPort);
   job.procs = job.ranks = 32;
   job.comms = 4;
-  job.collectives = 1000;
+  // Enough rounds for B0 to be agreed while connections are cut (an answer lost with its connection is
+  // given again when the member joins anew).
+  job.collectives = 3000;
+  job.paceUs = 200;
   HostedCoordinator coord(coordPort);
   ASSERT_TRUE(coord.plane->hosting());
   CuttingProxy proxy(job.port, coordPort, 30);

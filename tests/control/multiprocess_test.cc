@@ -4,6 +4,9 @@
 // that dies, and adversarial clients hammering the coordinator.
 #include "tests/control/multiprocess_fixture.h"
 
+#include <cstdlib>
+#include <functional>
+
 #include "tests/wait_until.h"
 
 namespace wirewise::control {
@@ -156,17 +159,6 @@ TEST_F(MultiProcess, LateJoinerStartsTheScheduleLateAndNobodyWaitsForIt) {
     ASSERT_TRUE(rec[0][i] == 1 && rec[0][i + 1] == 0 && rec[0][i + 2] == 8) << "collective " << i / 3;
 }
 
-// What waited_us says in a process's comm_finalize lines, summed (the time its getCollInfo calls waited).
-uint64_t waitedUs(const std::string& logFile) {
-  std::ifstream f(logFile);
-  std::string line;
-  uint64_t total = 0;
-  const std::string key = "\"waited_us\":";
-  while (std::getline(f, line))
-    if (size_t at = line.find(key); at != std::string::npos) total += std::stoull(line.substr(at + key.size()));
-  return total;
-}
-
 // One member of the communicators never loads wirewise (here: agreement off in its process, so it never
 // joins): no rank waits (under 1 ms in all per process over 10,000 collectives of 3 comms), nobody diverges,
 // nothing changes.
@@ -180,7 +172,7 @@ TEST_F(MultiProcess, NeverJoinerMakesNobodyWait) {
   auto rec = run(job);
   EXPECT_EQ(checkIdentical(job, rec), 0u);  // identical, and nobody changed anything
   for (int p = 0; p < job.procs - 1; ++p) {
-    const uint64_t waited = waitedUs(dir_ + "/log" + std::to_string(p) + ".jsonl");
+    const uint64_t waited = waitedUs(p);
     std::printf("[ waits    ] process %d waited %llu us in all\n", p, static_cast<unsigned long long>(waited));
     EXPECT_LE(waited, 1000u) << "process " << p;
   }
@@ -206,10 +198,117 @@ TEST_F(MultiProcess, UnreachableCoordinatorMakesNobodyWait) {
     auto rec = run(job);
     EXPECT_EQ(checkIdentical(job, rec), 0u);
     for (int p = 0; p < job.procs; ++p)
-      EXPECT_LE(waitedUs(dir_ + "/log" + std::to_string(p) + ".jsonl"), 1000u) << "process " << p;
+      EXPECT_LE(waitedUs(p), 1000u) << "process " << p;
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
+}
+
+// The coordinator behind a firewall, and at an address nobody answers, in a network namespace of the test's
+// own. Firewalled: the job's coordinator listens on 127.0.0.1 there, and an nftables rule drops every SYN
+// to its port. Silent: the address lies behind a veth link whose far end has no address (a neighbour
+// entry sends the packets there, where nobody takes them): a host that is gone. Members can neither
+// host (the port is taken, or the address is not theirs) nor join: nobody waits, nothing changes, and each
+// process says once where the coordinator is and how to fix it.
+TEST_F(MultiProcess, FirewalledOrSilentCoordinatorMakesNobodyWait) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a network namespace and nftables (CI runs as root)";
+  auto sh = [](const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; };
+  const std::string ns = "wwfw" + std::to_string(getpid());
+  if (!sh("ip netns add " + ns)) GTEST_SKIP() << "cannot create network namespaces here";
+  struct Cleanup {
+    std::function<void()> f;
+    ~Cleanup() { f(); }
+  } cleanup{[&] { sh("ip netns del " + ns); }};
+  ASSERT_TRUE(sh("ip -n " + ns + " link set lo up"));
+  const std::string ip = "ip -n " + ns + " ";
+  ASSERT_TRUE(sh(ip + "link add v0 type veth peer name v1 && " + ip + "addr add 192.0.2.1/24 dev v0 && " + ip +
+                 "link set v0 up && " + ip + "link set v1 up && " + ip +
+                 "neigh add 192.0.2.2 lladdr 02:00:00:00:00:02 dev v0 nud permanent"));
+  for (bool firewalled : {true, false}) {
+    SCOPED_TRACE(firewalled ? "SYNs to the port dropped" : "an address nobody answers");
+    Job job;
+    job.port = freePort();
+    job.procs = job.ranks = 4;
+    job.collectives = 12000;  // at 250 us a round, 3 s: past the 2 s a connection attempt gets
+    job.paceUs = 250;
+    job.netns = ns;
+    std::unique_ptr<HostedCoordinator> coord;
+    std::string address = "127.0.0.1:" + std::to_string(job.port);
+    if (firewalled) {
+      ASSERT_TRUE(sh("command -v nft")) << "nftables is missing (.ci/install-deps installs it)";
+      ASSERT_TRUE(sh("ip netns exec " + ns + " nft add table inet wwfw && ip netns exec " + ns +
+                     " nft add chain inet wwfw in '{ type filter hook input priority 0; }' && ip netns exec " + ns +
+                     " nft add rule inet wwfw in tcp dport " + std::to_string(job.port) + " tcp flags syn drop"));
+      // The job's real coordinator, listening in the namespace (a thread of ours moved there makes it).
+      std::thread([&] {
+        int fd = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && setns(fd, CLONE_NEWNET) == 0) coord = std::make_unique<HostedCoordinator>(job.port);
+        if (fd >= 0) close(fd);
+      }).join();
+      ASSERT_TRUE(coord && coord->plane->hosting());
+    } else {
+      address = "192.0.2.2:" + std::to_string(job.port);
+      for (int p = 0; p < job.procs; ++p) job.env[p]["WIREWISE_COORDINATOR"] = address;
+    }
+    auto rec = run(job);
+    EXPECT_EQ(checkIdentical(job, rec), 0u);
+    for (int p = 0; p < job.procs; ++p) {
+      EXPECT_LE(waitedUs(p), 1000u) << "process " << p;
+      const std::string warn = "coordinator " + address + " unreachable (no answer within 2000 ms)";
+      EXPECT_EQ(countLog(p + 1, warn, "/err", ".txt") - countLog(p, warn, "/err", ".txt"), 1u)
+          << "process " << p << ": one WARN naming the address";
+    }
+    EXPECT_EQ(countLog(job.procs, "WIREWISE_COORDINATOR=host:port", "/err", ".txt"), static_cast<size_t>(job.procs));
+    if (coord) {
+      EXPECT_EQ(coord->plane->coordinatorStats().joins, 0u);
+    }
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+}
+
+// PyTorch's process groups: 16 processes, each in 64 communicators - 61 of all 16 ranks, and its pair,
+// its quad and its half (subgroups of 2, 4 and 8, as new_group and split make them). Every member of every
+// communicator decides the same at every collective, and the subgroups adapt as the world does.
+TEST_F(MultiProcess, SubgroupsAndSixtyFourCommunicatorsPerProcess) {
+  Job job;
+  job.port = freePort();
+  job.procs = job.ranks = 16;
+  job.comms = 64;
+  job.collectives = 300;
+  job.paceUs = 500;
+  constexpr int kWorld = 61;
+  for (int p = 0; p < job.procs; ++p) {
+    std::string list;
+    for (int c = 0; c < kWorld; ++c) list += std::to_string(c) + "/16,";
+    list += std::to_string(100 + p / 2) + "/2," + std::to_string(200 + p / 4) + "/4," + std::to_string(300 + p / 8) +
+            "/8";
+    job.env[p]["WW_TEST_COMMS"] = list;
+  }
+  auto rec = run(job);
+  const size_t block = static_cast<size_t>(job.collectives) * 3;
+  ASSERT_EQ(rec.size(), 16u);
+  for (const auto& r : rec) ASSERT_EQ(r.size(), block * 64);
+  // Block k of process p against the same block of `peer`, a member of the same communicator.
+  auto same = [&](int p, int peer, int k) {
+    return std::equal(rec[p].begin() + static_cast<std::ptrdiff_t>(block * k),
+                      rec[p].begin() + static_cast<std::ptrdiff_t>(block * (k + 1)),
+                      rec[peer].begin() + static_cast<std::ptrdiff_t>(block * k));
+  };
+  auto changed = [&](int p, int k) {
+    size_t n = 0;
+    for (size_t i = block * static_cast<size_t>(k); i < block * static_cast<size_t>(k + 1); i += 3)
+      n += !(rec[p][i] == 1 && rec[p][i + 1] == 0 && rec[p][i + 2] == 8);
+    return n;
+  };
+  for (int p = 0; p < job.procs; ++p) {
+    for (int k = 0; k < kWorld; ++k) EXPECT_TRUE(same(p, 0, k)) << "process " << p << ", world comm " << k;
+    EXPECT_TRUE(same(p, p & ~1, kWorld)) << "process " << p << ", its pair";
+    EXPECT_TRUE(same(p, p & ~3, kWorld + 1)) << "process " << p << ", its quad";
+    EXPECT_TRUE(same(p, p & ~7, kWorld + 2)) << "process " << p << ", its half";
+  }
+  for (int k : {0, kWorld, kWorld + 1, kWorld + 2}) EXPECT_GT(changed(0, k), 0u) << "comm block " << k << " never adapted";
+  EXPECT_EQ(countLog(job.procs, "\"hosting\":true"), 1u);
 }
 
 // The coordinator dies mid-run: every member keeps its last agreed table, then waits at the next boundary

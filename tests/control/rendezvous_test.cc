@@ -49,13 +49,18 @@ TEST(Rendezvous, OrderOfPrecedence) {
   EXPECT_EQ(r.host, "127.0.0.1");
   r = rendezvousOf(envOf({}));
   EXPECT_EQ(r.host, "127.0.0.1");
+  EXPECT_EQ(r.port, 0);  // a coordinator of this process's own: nothing tells its job from another's
+  EXPECT_EQ(r.source, kPrivateRendezvous);
+  r = rendezvousOf(envOf({{"WIREWISE_JOB_KEY", "k"}, {"USER", "u"}}));
+  EXPECT_EQ(r.host, "127.0.0.1");
+  EXPECT_GE(r.port, 20000);  // the user named the job: its processes on this host meet on one port
   EXPECT_EQ(r.source, "loopback");
 }
 
 TEST(Rendezvous, MalformedCoordinatorFallsThroughWithAProblem) {
   for (const char* bad : {"host", "host:", "host:0", "host:70000", ":80", "host:8x"}) {
     auto r = rendezvousOf(envOf({{"WIREWISE_COORDINATOR", bad}}));
-    EXPECT_EQ(r.source, "loopback") << bad;
+    EXPECT_EQ(r.source, kPrivateRendezvous) << bad;
     EXPECT_NE(r.problem.find("WIREWISE_COORDINATOR"), std::string::npos) << bad;
   }
   auto v6 = rendezvousOf(envOf({{"WIREWISE_COORDINATOR", "[::1]:9000"}}));

@@ -17,6 +17,7 @@
 #include <random>
 
 #include "tests/free_port.h"
+#include "tests/wait_until.h"
 #include "tests/plugin/plugin_fixture.h"
 #include "tests/runtime/log_lines.h"
 
@@ -152,7 +153,16 @@ TEST_F(SafeStart, NoProfilerFaceNamesAnotherProfilerPlugin) {
   EXPECT_EQ(warns.size(), 1u) << allLines();
 }
 
+// Adaptation is on by default: with only NCCL_TUNER_PLUGIN set, the missing profiler face is worth a WARN.
+TEST_F(SafeStart, ByDefaultNoProfilerFaceIsOneWarn) {
+  runTwoComms(std::nullopt);
+  EXPECT_EQ(linesWith(NCCL_LOG_WARN, {kNoProfiler, "adaptation needs NCCL_PROFILER_PLUGIN=wirewise"}).size(), 1u)
+      << allLines();
+  EXPECT_EQ(profilerFaceInPluginStart(), std::optional<bool>(false));
+}
+
 TEST_F(SafeStart, WithoutAdaptationAskedNoProfilerFaceIsOnlyAnInfo) {
+  setenv("WIREWISE_SYNC", "off", 1);
   runTwoComms(std::nullopt);  // apply mode, agreement off: the static table needs no measurements
   EXPECT_TRUE(linesWith(NCCL_LOG_WARN, {kNoProfiler}).empty()) << allLines();
   EXPECT_EQ(linesWith(NCCL_LOG_INFO, {kNoProfiler}).size(), 1u) << allLines();
@@ -200,6 +210,7 @@ INSTANTIATE_TEST_SUITE_P(EachVersion, LegacyTuner, ::testing::Values(2, 3, 4, 5)
                          [](const auto& param) { return "v" + std::to_string(param.param); });
 
 TEST_F(SafeStart, AnOlderTunerWithoutAdaptationAskedIsOnlyAnInfo) {
+  setenv("WIREWISE_SYNC", "off", 1);
   std::string why;
   auto tuner = loader::Tuner::loadVersion(pluginHandle(), 4, &why);
   ASSERT_TRUE(tuner) << why;
@@ -210,8 +221,52 @@ TEST_F(SafeStart, AnOlderTunerWithoutAdaptationAskedIsOnlyAnInfo) {
   EXPECT_EQ(linesWith(NCCL_LOG_INFO, {"tuner v4", "2.27.5"}).size(), 1u) << allLines();
 }
 
-// One tuner v5 communicator, initialised and finalised: the runtime starts and stops once.
+// A communicator captured into a CUDA graph: NCCL calls the tuner while capturing only; a replay makes no
+// tuner call and no profiler event. With the defaults (agreement on, the adaptive policy, a coordinator of
+// this process's own) its two members, both in this process, agree on a first boundary they never reach:
+// the captured choices are NCCL's, nothing waits, and finalizing does not hang.
+TEST_F(SafeStart, ACapturedCommunicatorKeepsItsTableAndNeverWaits) {
+  std::string why;
+  auto tuner = loader::Tuner::loadVersion(pluginHandle(), 5, &why);
+  ASSERT_TRUE(tuner) << why;
+  void* members[2] = {nullptr, nullptr};
+  for (void*& m : members) {
+    ncclNvlDomainInfo_v5_t nvl{1, 2, 2};
+    ncclTunerConstants_v5_t constants{};
+    ASSERT_EQ(tuner->init(&m, 0xCA97u, 2, 1, capture, &nvl, &constants), ncclSuccess);
+  }
+  constexpr int kCaptured = 20;
+  for (int i = 0; i < kCaptured; ++i)
+    for (void* m : members) {
+      float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+      for (auto& row : table)
+        for (float& c : row) c = 10.0f;
+      int nCh = 0;
+      ASSERT_EQ(tuner->getCollInfo(m, ncclFuncAllReduce, size_t{1} << 20, 1, table, 0, &nCh), ncclSuccess);
+      EXPECT_EQ(nCh, 0) << "a captured collective was changed";
+    }
+  // The replays: no calls. The schedule is agreed meanwhile (verdict 0 reaches both members)...
+  ASSERT_TRUE(waitUntil([&] { return logEvents("verdict").size() >= 2; }, std::chrono::seconds(20)))
+      << allLines();
+  EXPECT_GT(logEvents("verdict")[0]["boundary"].get<uint64_t>(), static_cast<uint64_t>(kCaptured));
+  // ...and the comm ends without waiting for anything.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (void* m : members) tuner->finalize(m);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  auto ends = logEvents("comm_finalize");
+  ASSERT_EQ(ends.size(), 2u);
+  for (const auto& e : ends) {
+    EXPECT_EQ(e["collectives"].get<uint64_t>(), static_cast<uint64_t>(kCaptured));
+    EXPECT_EQ(e["waited_us"].get<uint64_t>(), 0u);
+    EXPECT_EQ(e["applied"].get<uint64_t>(), 0u);
+  }
+}
+
+// One tuner v5 communicator, initialised and finalised: the runtime starts and stops once. Unless a test
+// asked for agreement, it is off: the tests that use this count WARN lines about files, and a tuner loaded
+// without the profiler face (NCCL_PROFILER_PLUGIN is unset here) would add the WARN that nothing adapts.
 void oneComm() {
+  setenv("WIREWISE_SYNC", "off", 0);
   std::string why;
   auto tuner = loader::Tuner::loadVersion(pluginHandle(), 5, &why);
   ASSERT_TRUE(tuner) << why;

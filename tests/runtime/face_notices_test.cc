@@ -53,7 +53,11 @@ TEST(FaceNotices, NoProfilerFaceSaysWhyWhatRunsAndTheFix) {
   Settings observe;
   observe.mode = Mode::Observe;
   EXPECT_THAT(noProfilerFaceText(observe, nullptr), HasSubstr("observe mode measures nothing"));
-  EXPECT_THAT(noProfilerFaceText(Settings{}, nullptr), Not(HasSubstr("adapt")));
+  Settings staticOnly;  // agreement off: the static table needs no measurements
+  staticOnly.sync = SyncMode::Off;
+  EXPECT_THAT(noProfilerFaceText(staticOnly, nullptr), Not(HasSubstr("adapt")));
+  // By default adaptation is asked for.
+  EXPECT_THAT(noProfilerFaceText(Settings{}, nullptr), HasSubstr("adaptation needs NCCL_PROFILER_PLUGIN=wirewise"));
   EXPECT_EQ(t.find('\n'), std::string::npos);
 }
 

@@ -311,12 +311,12 @@ TEST(Driver, SyncAndPolicyComeFromTheOptionThenTheEnvironmentThenTheDefault) {
   EXPECT_EQ(env("WIREWISE_POLICY"), std::optional<std::string>("static"));
   EXPECT_TRUE(r.pluginNote.empty()) << r.pluginNote;
 
-  // A value the plugin does not take is reported, with what it ran instead.
+  // A value the plugin does not take is reported, with what it ran instead (its default).
   o.policy = "no-such-policy";
   r = runSimulation(sc, o);
   ASSERT_TRUE(r.policyInForce);
-  EXPECT_EQ(*r.policyInForce, "static");
-  EXPECT_NE(r.pluginNote.find("WIREWISE_POLICY=no-such-policy not taken (in force: static)"), std::string::npos)
+  EXPECT_EQ(*r.policyInForce, "adaptive");
+  EXPECT_NE(r.pluginNote.find("WIREWISE_POLICY=no-such-policy not taken (in force: adaptive)"), std::string::npos)
       << r.pluginNote;
 }
 
