@@ -28,7 +28,7 @@ void CommAgreement::join(uint64_t memberId, int64_t nowMs) {
   if (params_.deterministic)
     issueFirst(kB0);
   else if (!proposal_)
-    propose(kB0);
+    propose(kB0, nowMs);
 }
 
 void CommAgreement::issueFirst(uint64_t b0) {
@@ -40,29 +40,55 @@ void CommAgreement::issueFirst(uint64_t b0) {
   proposal_.reset();
 }
 
-void CommAgreement::propose(uint64_t boundary) {
+void CommAgreement::propose(uint64_t boundary, int64_t nowMs) {
   const uint64_t number = proposal_ ? proposal_->proposal + 1 : 0;
   proposal_ = Propose{commId_, number, boundary};
   accepted_.assign(members_.size(), 0);
   nAccepted_ = 0;
   proposalTaken_ = false;
+  proposedMs_ = nowMs;
 }
 
-void CommAgreement::answer(const Answer& a) {
-  if (!proposal_ || !verdicts_.empty() || a.proposal != proposal_->proposal) return;  // stale or unasked
+// Past `from` by a margin that doubles with each proposal, so that members that run fast are caught up
+// with in a few rounds.
+uint64_t CommAgreement::beyond(uint64_t from) const {
+  const unsigned doublings = static_cast<unsigned>(std::min<uint64_t>(proposal_ ? proposal_->proposal : 0, 20));
+  const uint64_t margin = std::min(kProposalMargin << doublings, std::max(params_.maxSpacing, kProposalMargin));
+  return from > kParked - 1 - margin ? kParked - 1 : from + margin;
+}
+
+void CommAgreement::answer(const Answer& a, int64_t nowMs) {
+  if (!proposal_ || !verdicts_.empty()) return;
   ptrdiff_t i = indexOf(a.memberId);
-  if (i < 0 || accepted_[static_cast<size_t>(i)]) return;
+  if (i < 0) return;
+  maxCalls_ = std::max(maxCalls_, a.calls);
+  if (parked_) {
+    // A member that did not answer in time speaks again (any answer, however old): propose anew.
+    if (silent_[static_cast<size_t>(i)]) {
+      parked_ = false;
+      propose(beyond(maxCalls_), nowMs);
+    }
+    return;
+  }
+  if (a.proposal != proposal_->proposal || accepted_[static_cast<size_t>(i)]) return;  // stale, or counted
   if (!a.accepted) {
     // This member is past the proposal (or at it, unsure whether it saw it in time): propose beyond it.
-    // The margin doubles with each refusal, so members that run fast are caught up with in a few rounds.
-    const unsigned doublings = static_cast<unsigned>(std::min<uint64_t>(proposal_->proposal, 20));
-    const uint64_t margin = std::min(kProposalMargin << doublings, std::max(params_.maxSpacing, kProposalMargin));
-    const uint64_t from = std::max(a.calls, proposal_->boundary + 1);
-    propose(from > kNoBoundary - 1 - margin ? kNoBoundary - 1 : from + margin);
+    propose(beyond(std::max(a.calls, proposal_->boundary + 1)), nowMs);
     return;
   }
   accepted_[static_cast<size_t>(i)] = 1;
   if (++nAccepted_ == nRanks_) issueFirst(proposal_->boundary);
+}
+
+void CommAgreement::park(int64_t nowMs) {
+  // Members that accepted may be stopped at the proposed collective, waiting: release them with a proposal
+  // they accept and never reach. Nothing is proposed again until one of the silent speaks.
+  silent_.assign(members_.size(), 0);
+  parkedSilent_ = 0;
+  for (size_t k = 0; k < members_.size(); ++k)
+    if (!accepted_[k]) silent_[k] = 1, ++parkedSilent_;
+  propose(kParked, nowMs);
+  parked_ = true;
 }
 
 std::optional<Propose> CommAgreement::takeNewProposal() {
@@ -94,6 +120,9 @@ void CommAgreement::report(const Report& r, int64_t nowMs) {
 
 void CommAgreement::tick(int64_t nowMs) {
   if (verdicts_.empty()) {
+    // A proposal some members have not answered in time: those that accepted may be waiting; release them.
+    if (!params_.deterministic && proposal_ && !parked_ && nowMs - proposedMs_ >= params_.answerTimeoutMs)
+      park(nowMs);
     // Only deterministic members wait at kB0 before all have joined; production never gives up on a join.
     if (params_.deterministic && firstJoinMs_ >= 0 && nowMs - firstJoinMs_ >= params_.joinTimeoutMs)
       issue({commId_, 0, kB0, kNoBoundary, true, "observe-only: not all members joined", {}});
@@ -142,10 +171,10 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
 }
 
 int64_t CommAgreement::nextDeadlineMs(int64_t nowMs) const {
+  if (verdicts_.empty() && !params_.deterministic)
+    return !proposal_ || parked_ ? -1 : std::max<int64_t>(0, proposedMs_ + params_.answerTimeoutMs - nowMs);
   if (verdicts_.empty())
-    return firstJoinMs_ < 0 || !params_.deterministic
-               ? -1
-               : std::max<int64_t>(0, firstJoinMs_ + params_.joinTimeoutMs - nowMs);
+    return firstJoinMs_ < 0 ? -1 : std::max<int64_t>(0, firstJoinMs_ + params_.joinTimeoutMs - nowMs);
   if (pending_.empty() || params_.deterministic) return -1;
   return std::max<int64_t>(0, firstReportMs_ + params_.reportWaitMs - nowMs);
 }

@@ -36,10 +36,13 @@ inline constexpr uint64_t kNoBoundary = UINT64_MAX;
 inline constexpr uint64_t kProposalMargin = 64;
 // Late reports kept for the next verdict's evidence; beyond it (a member far behind) they are dropped.
 inline constexpr size_t kMaxLateReports = 4096;
+// A proposal that releases members stopped at an unanswered one: accepted by all, reached by none.
+inline constexpr uint64_t kParked = kNoBoundary - 1;
 
 struct AgreementParams {
   bool deterministic = false;
-  int64_t joinTimeoutMs = 10000;
+  int64_t joinTimeoutMs = 10000;   // deterministic mode
+  int64_t answerTimeoutMs = 1000;  // production: a proposal not answered by all in this time is parked
   int64_t reportWaitMs = 20;
   int64_t targetMs = 100;
   uint64_t fixedSpacing = 256;  // deterministic mode, verdict 0 (no rate known yet), and useFixedSpacing
@@ -52,8 +55,14 @@ class CommAgreement {
   CommAgreement(uint64_t commId, uint32_t nRanks, uint32_t nNodes, AgreementParams params, Policy* policy);
 
   void join(uint64_t memberId, int64_t nowMs);
-  // A member's answer to a proposal (production mode); answers to any but the newest are ignored.
-  void answer(const Answer& a);
+  // A member's answer to a proposal (production mode); answers to any but the newest are ignored, but for
+  // the first word of a member that had fallen silent (see parked()).
+  void answer(const Answer& a, int64_t nowMs);
+  // Production mode: the newest proposal went unanswered by some member for answerTimeoutMs. Those that
+  // accepted it were released (a proposal of kParked, which they accept and never reach), and nothing is
+  // proposed until one of the silent members answers anything. parkedSilent(): how many were silent.
+  bool parked() const { return parked_; }
+  size_t parkedSilent() const { return parkedSilent_; }
   void report(const Report& r, int64_t nowMs);
   void tick(int64_t nowMs);  // timeouts
 
@@ -75,7 +84,9 @@ class CommAgreement {
  private:
   void issue(Verdict v);
   void issueFirst(uint64_t b0);
-  void propose(uint64_t boundary);
+  void propose(uint64_t boundary, int64_t nowMs);
+  void park(int64_t nowMs);
+  uint64_t beyond(uint64_t from) const;
   void maybeDecide(int64_t nowMs);
   // Position of memberId in members_, or -1.
   ptrdiff_t indexOf(uint64_t memberId) const;
@@ -103,6 +114,11 @@ class CommAgreement {
   std::vector<uint8_t> accepted_;
   size_t nAccepted_ = 0;
   bool proposalTaken_ = true;
+  int64_t proposedMs_ = 0;
+  uint64_t maxCalls_ = 0;  // the furthest count any answer named
+  bool parked_ = false;
+  std::vector<uint8_t> silent_;  // by members_'s positions: had not accepted when the proposal was parked
+  size_t parkedSilent_ = 0;
   HeterogeneityGuard guard_;
 };
 

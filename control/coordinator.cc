@@ -125,7 +125,7 @@ void Coordinator::onFrame(const std::shared_ptr<Session>& s, const Frame& f) {
     ++stats_.answers;
     auto it = comms_.find(a.commId);
     if (it == comms_.end()) return;
-    it->second.agreement->answer(a);
+    it->second.agreement->answer(a, now);
     flush(a.commId, it->second);
     return;
   }
@@ -195,7 +195,14 @@ void Coordinator::tick() {
   for (auto& [id, c] : comms_) {
     if (c.agreement->nextDeadlineMs(now) != 0) continue;
     const bool hadVerdict = !c.agreement->verdicts().empty();
+    const bool wasParked = c.agreement->parked();
     c.agreement->tick(now);
+    if (!wasParked && c.agreement->parked())
+      log_(true, "coordinator: comm " + hexId(id) + ": " + std::to_string(c.agreement->parkedSilent()) + " of " +
+                     std::to_string(c.agreement->nRanks()) + " members did not answer the proposal of its first "
+                     "boundary within " + std::to_string(params_.answerTimeoutMs) +
+                     " ms; the others go on with their tables, and the schedule is proposed again when one "
+                     "of them answers (a hung or foreign process holds a member's place)");
     if (!hadVerdict && c.agreement->observeOnly())
       log_(true, "coordinator: comm " + hexId(id) + ": " + std::to_string(c.agreement->joined()) + " of " +
                      std::to_string(c.agreement->nRanks()) + " members joined in time; observe-only");

@@ -41,7 +41,7 @@ Verdict startProduction(CommAgreement& a, uint64_t n) {
   std::optional<Propose> p = a.takeNewProposal();
   EXPECT_TRUE(p.has_value());
   if (!p) return {};
-  for (uint64_t m = 1; m <= n; ++m) a.answer({0x1, m, p->proposal, true, 0});
+  for (uint64_t m = 1; m <= n; ++m) a.answer({0x1, m, p->proposal, true, 0}, 0);
   std::vector<Verdict> v = a.takeNew();
   EXPECT_EQ(v.size(), 1u);
   return v.empty() ? Verdict{} : v[0];
@@ -219,19 +219,19 @@ TEST(Boundary, ProductionProposesOnlyOnceAllJoinedAndNeverTimesOut) {
   EXPECT_FALSE(a.takeNewProposal().has_value());  // taken once
   EXPECT_EQ(a.openProposal(), prop);              // but still open, for a member that joins again
   // Two accepts are not all of them: no verdict, and the policy was not asked.
-  a.answer({0x1, 1, 0, true, 10});
-  a.answer({0x1, 2, 0, true, 12});
-  a.answer({0x1, 2, 0, true, 12});  // a repeated answer counts once
+  a.answer({0x1, 1, 0, true, 10}, 0);
+  a.answer({0x1, 2, 0, true, 12}, 0);
+  a.answer({0x1, 2, 0, true, 12}, 0);  // a repeated answer counts once
   EXPECT_TRUE(a.takeNew().empty());
   EXPECT_EQ(pol.calls, 0);
-  a.answer({0x1, 3, 0, true, 0});
+  a.answer({0x1, 3, 0, true, 0}, 0);
   auto v = a.takeNew();
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].index, 0u);
   EXPECT_EQ(v[0].boundary, kB0);
   EXPECT_FALSE(v[0].observeOnly);
   EXPECT_FALSE(a.openProposal().has_value());  // the schedule has started: nothing is proposed any more
-  a.answer({0x1, 3, 1, false, 5000});
+  a.answer({0x1, 3, 1, false, 5000}, 0);
   EXPECT_FALSE(a.takeNewProposal().has_value());
 }
 
@@ -244,28 +244,67 @@ TEST(Boundary, ARefusalProposesFurtherOnAndOldAnswersDoNotCount) {
   a.join(1, 0);
   a.join(2, 0);
   Propose p0 = a.takeNewProposal().value();
-  a.answer({0x1, 1, 0, true, 3});
-  a.answer({0x1, 2, 0, false, 900});  // member 2 is at collective 900 already
+  a.answer({0x1, 1, 0, true, 3}, 0);
+  a.answer({0x1, 2, 0, false, 900}, 0);  // member 2 is at collective 900 already
   Propose p1 = a.takeNewProposal().value();
   EXPECT_EQ(p1.proposal, 1u);
   EXPECT_EQ(p1.boundary, 900 + kProposalMargin);
-  a.answer({0x1, 1, 0, true, 3});  // the old proposal: ignored
-  a.answer({0x1, 2, 1, false, 5000});
+  a.answer({0x1, 1, 0, true, 3}, 0);  // the old proposal: ignored
+  a.answer({0x1, 2, 1, false, 5000}, 0);
   Propose p2 = a.takeNewProposal().value();
   EXPECT_EQ(p2.boundary, 5000 + 2 * kProposalMargin);
   // A refusal that names a count behind the proposal still moves past the proposal itself.
-  a.answer({0x1, 1, 2, false, 7});
+  a.answer({0x1, 1, 2, false, 7}, 0);
   Propose p3 = a.takeNewProposal().value();
   EXPECT_EQ(p3.boundary, p2.boundary + 1 + 4 * kProposalMargin);
-  a.answer({0x1, 1, 1, true, 3});  // stale
-  a.answer({0x1, 2, 2, true, 3});  // stale
+  a.answer({0x1, 1, 1, true, 3}, 0);  // stale
+  a.answer({0x1, 2, 2, true, 3}, 0);  // stale
   EXPECT_TRUE(a.takeNew().empty());
-  a.answer({0x1, 1, 3, true, 100});
-  a.answer({0x1, 2, 3, true, 200});
+  a.answer({0x1, 1, 3, true, 100}, 0);
+  a.answer({0x1, 2, 3, true, 200}, 0);
   auto v = a.takeNew();
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].boundary, p3.boundary);
   EXPECT_GT(p0.boundary, 0u);
+}
+
+// A member that joined but never answers (hung, or a foreign client holding its place) must not keep the
+// others stopped at the proposed collective: after answerTimeoutMs the proposal is parked (a proposal
+// they accept and never reach releases them) and nothing is proposed until the silent member speaks.
+TEST(Boundary, AnUnansweredProposalIsParkedUntilTheSilentMemberSpeaks) {
+  CountingPolicy pol;
+  AgreementParams p;
+  p.answerTimeoutMs = 1000;
+  CommAgreement a(0x1, 3, 1, p, &pol);
+  for (uint64_t m = 1; m <= 3; ++m) a.join(m, 0);
+  Propose p0 = a.takeNewProposal().value();
+  a.answer({0x1, 1, p0.proposal, true, 10}, 5);
+  a.answer({0x1, 2, p0.proposal, true, 20}, 6);
+  EXPECT_EQ(a.nextDeadlineMs(500), 500);
+  a.tick(999);
+  EXPECT_FALSE(a.parked());
+  a.tick(1000);
+  ASSERT_TRUE(a.parked());
+  EXPECT_EQ(a.parkedSilent(), 1u);
+  Propose parking = a.takeNewProposal().value();
+  EXPECT_EQ(parking.boundary, kParked);
+  EXPECT_EQ(a.nextDeadlineMs(5000), -1);  // nothing to time out while parked
+  // The released members' answers to the parking proposal change nothing; nor does time.
+  a.answer({0x1, 1, parking.proposal, true, 300}, 1001);
+  a.answer({0x1, 2, parking.proposal, true, 400}, 1002);
+  a.tick(100000);
+  EXPECT_FALSE(a.takeNewProposal().has_value());
+  EXPECT_TRUE(a.takeNew().empty());
+  // The silent member speaks (its answer to the first proposal, late): a new proposal past everyone.
+  a.answer({0x1, 3, p0.proposal, true, 50}, 100001);
+  EXPECT_FALSE(a.parked());
+  Propose p2 = a.takeNewProposal().value();
+  EXPECT_GT(p2.boundary, 400u);
+  EXPECT_LT(p2.boundary, kParked);
+  for (uint64_t m = 1; m <= 3; ++m) a.answer({0x1, m, p2.proposal, true, 450}, 100002);
+  auto v = a.takeNew();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].boundary, p2.boundary);
 }
 
 // Every member count 1..4 and every order of answers, with any one member refusing the first proposal:
@@ -282,12 +321,12 @@ TEST(Boundary, EveryAnswerOrderGivesOneVerdictAtTheAcceptedProposal) {
         Propose cur = a.takeNewProposal().value();
         for (uint64_t id : ids) {
           const bool refuse = cur.proposal == 0 && id == refuser + 1;
-          a.answer({0x1, id, cur.proposal, !refuse, refuse ? uint64_t{1000} : uint64_t{0}});
+          a.answer({0x1, id, cur.proposal, !refuse, refuse ? uint64_t{1000} : uint64_t{0}}, 0);
           if (std::optional<Propose> next = a.takeNewProposal()) cur = *next;
         }
         if (refuser < n) {  // the others accepted the first one, or answered it after it was replaced
           ASSERT_TRUE(a.verdicts().empty());
-          for (uint64_t id : ids) a.answer({0x1, id, cur.proposal, true, 1000});
+          for (uint64_t id : ids) a.answer({0x1, id, cur.proposal, true, 1000}, 0);
         }
         ASSERT_EQ(a.verdicts().size(), 1u);
         EXPECT_EQ(a.verdicts()[0].boundary, cur.boundary);

@@ -165,8 +165,8 @@ TEST(HeterogeneityGuard, ALateReportStillCountsForTheGuard) {
   a.join(1, 0);
   a.join(2, 0);
   const Propose b0 = a.takeNewProposal().value();  // both accept B0 as proposed
-  a.answer({0x7, 1, b0.proposal, true, 0});
-  a.answer({0x7, 2, b0.proposal, true, 0});
+  a.answer({0x7, 1, b0.proposal, true, 0}, 0);
+  a.answer({0x7, 2, b0.proposal, true, 0}, 0);
   Verdict v0 = a.takeNew().at(0);
   a.report({0x7, 1, 0, v0.boundary, 1000, {}, {sightA(kMiB)}, {}}, 0);
   a.tick(25);

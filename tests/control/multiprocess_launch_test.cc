@@ -109,7 +109,7 @@ TEST_F(MultiProcess, TwoJobsOnOneHostStayApart) {
   EXPECT_EQ(checkIdentical(d, rd), 0u);
   EXPECT_EQ(countLog(c.procs, "this process only", "/log", ".jsonl", c.first), static_cast<size_t>(c.procs));
   EXPECT_EQ(countLog(d.procs, "\"hosting\":true", "/log", ".jsonl", d.first), static_cast<size_t>(d.procs));
-  EXPECT_EQ(countLog(d.procs, "\"waited_us\":0", "/log", ".jsonl", d.first), static_cast<size_t>(d.procs * d.comms));
+  EXPECT_EQ(countLog(d.procs, "\"waited_us\":0}", "/log", ".jsonl", d.first), static_cast<size_t>(d.procs * d.comms));
 }
 
 // An elastic restart: a new run id on the same master port. The old coordinator gone, the new job hosts
@@ -133,7 +133,7 @@ TEST_F(MultiProcess, ElasticRestartOnTheSameMasterPort) {
   third.paceUs = 20;
   auto rec = run(third);
   EXPECT_EQ(checkIdentical(third, rec), 0u);
-  EXPECT_EQ(countLog(third.procs, "\"waited_us\":0", "/log", ".jsonl", third.first),
+  EXPECT_EQ(countLog(third.procs, "\"waited_us\":0}", "/log", ".jsonl", third.first),
             static_cast<size_t>(third.procs * third.comms));
   EXPECT_GE(lingering.plane->coordinatorStats().rejected, static_cast<uint64_t>(third.procs));
   EXPECT_EQ(lingering.plane->coordinatorStats().joins, 0u);

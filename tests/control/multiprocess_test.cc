@@ -402,5 +402,53 @@ TEST_F(MultiProcess, AdversarialClientsAreRejectedAndTheJobGoesOn) {
   EXPECT_GE(st.joins, static_cast<uint64_t>(job.procs * job.comms));
 }
 
+// A client with the job's key (a derived key is no secret: docs/control-plane.md, Threat model) joins
+// the first communicator as a member before the real ones and then never answers. It takes a member's
+// place, so that communicator's schedule never starts. The members that accepted the proposal of B0 stop
+// there until the coordinator parks it (answerTimeoutMs, 1 s) and releases them: one bounded wait, never
+// a hang. The other communicators adapt as usual.
+TEST_F(MultiProcess, AJoinedMemberThatNeverAnswersStallsNobody) {
+  Job job;
+  job.port = freePort();
+  job.collectives = 3000;
+  job.paceUs = 100;
+  HostedCoordinator coord(job.port);
+  ASSERT_TRUE(coord.plane->hosting());
+  asio::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), job.port));
+  SessionKeys k;
+  ASSERT_FALSE(handshakeAs(s, kKey, &k).empty());
+  asio::write(s, asio::buffer(encodeFrame(MsgType::Join, 1,
+                                          encode(Join{0xC0FFEE00ull, 0xBAD, static_cast<uint32_t>(job.ranks), 1, 0, 0}),
+                                          &k.toServer)));
+  ASSERT_TRUE(waitUntil([&] { return coord.plane->coordinatorStats().joins >= 1; }, std::chrono::seconds(10)));
+  auto rec = run(job);
+  ASSERT_EQ(rec.size(), static_cast<size_t>(job.procs));
+  const size_t block = static_cast<size_t>(job.collectives) * 3;
+  for (int p = 0; p < job.procs; ++p) {
+    ASSERT_EQ(rec[p].size(), block * static_cast<size_t>(job.comms));
+    EXPECT_TRUE(std::equal(rec[p].begin(), rec[p].end(), rec[0].begin())) << "process " << p;
+    for (size_t i = 0; i < block; i += 3)  // comm 0: NCCL's choice throughout
+      ASSERT_TRUE(rec[p][i] == 1 && rec[p][i + 1] == 0 && rec[p][i + 2] == 8) << "process " << p << " collective " << i / 3;
+  }
+  size_t changedElsewhere = 0;
+  for (size_t i = block; i < rec[0].size(); i += 3) changedElsewhere += !(rec[0][i] == 1 && rec[0][i + 1] == 0 && rec[0][i + 2] == 8);
+  EXPECT_GT(changedElsewhere, 0u) << "the other communicators never adapted";
+  // Comm 0: at most the one wait until the proposal was parked.
+  for (int p = 0; p < job.procs; ++p) {
+    std::ifstream f(dir_ + "/log" + std::to_string(p) + ".jsonl");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.find("comm_finalize") != std::string::npos && line.find("0x00000000c0ffee00") != std::string::npos) {
+        const size_t at = line.find("\"waited_us\":");
+        ASSERT_NE(at, std::string::npos) << line;
+        EXPECT_LE(std::stoull(line.substr(at + 12)), 1500000u) << "process " << p;
+      }
+  }
+  EXPECT_EQ(coord.logged("did not answer the proposal"), 1u);
+  EXPECT_GE(coord.plane->coordinatorStats().proposals, 2u);  // B0, then the one that released the members
+}
+
 }  // namespace
 }  // namespace wirewise::control
