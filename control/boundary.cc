@@ -134,7 +134,7 @@ void CommAgreement::tick(int64_t nowMs) {
 void CommAgreement::maybeDecide(int64_t nowMs) {
   if (pending_.empty()) return;
   bool all = nReported_ >= nRanks_;
-  bool waited = !params_.deterministic && nowMs - firstReportMs_ >= params_.reportWaitMs;
+  bool waited = !params_.deterministic && nowMs - firstReportMs_ >= reportWaitMs();
   if (!all && !waited) return;
   const Verdict& prev = verdicts_.back();
   uint64_t spacing = std::max(params_.fixedSpacing, kMinSpacing);
@@ -147,7 +147,7 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
     const uint64_t measured = n >= 2 ? verdicts_[n - 2].next - verdicts_[n - 2].boundary : 0;
     if (slowest > 0 && measured > 0) {
       long double perMs = static_cast<long double>(measured) * 1000.0L / static_cast<long double>(slowest);
-      spacing = static_cast<uint64_t>(perMs * static_cast<long double>(params_.targetMs));
+      spacing = static_cast<uint64_t>(perMs * static_cast<long double>(intervalMs()));
     }
     spacing = std::clamp<uint64_t>(spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
   }
@@ -176,7 +176,17 @@ int64_t CommAgreement::nextDeadlineMs(int64_t nowMs) const {
   if (verdicts_.empty())
     return firstJoinMs_ < 0 ? -1 : std::max<int64_t>(0, firstJoinMs_ + params_.joinTimeoutMs - nowMs);
   if (pending_.empty() || params_.deterministic) return -1;
-  return std::max<int64_t>(0, firstReportMs_ + params_.reportWaitMs - nowMs);
+  return std::max<int64_t>(0, firstReportMs_ + reportWaitMs() - nowMs);
+}
+
+int64_t CommAgreement::intervalMs() const {
+  const int64_t byMembers = (static_cast<int64_t>(nRanks_) * kIntervalUsPerMember + 999) / 1000;
+  return std::max<int64_t>({params_.targetMs, byMembers, 1});
+}
+
+int64_t CommAgreement::reportWaitMs() const {
+  if (params_.useFixedSpacing) return params_.reportWaitMs;  // intervals of unknown length: the configured wait
+  return std::clamp<int64_t>(intervalMs() / 2, 1, std::max<int64_t>(params_.reportWaitMs, 1));
 }
 
 std::vector<Verdict> CommAgreement::takeNew() {

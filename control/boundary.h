@@ -14,7 +14,7 @@
 //   - Every verdict after verdict 0 carries the heterogeneity guard's pins in front of the policy's rules
 //     (heterogeneity_guard.h): members' reports say what NCCL's cost tables are on each rank.
 //   - Spacing: fixedSpacing in deterministic mode; otherwise from the slowest reported collective rate,
-//     aiming at targetMs of traffic per interval, never below kMinSpacing.
+//     aiming at intervalMs() of traffic per interval, never below kMinSpacing.
 #pragma once
 
 #include <cstdint>
@@ -38,13 +38,17 @@ inline constexpr uint64_t kProposalMargin = 64;
 inline constexpr size_t kMaxLateReports = 4096;
 // A proposal that releases members stopped at an unanswered one: accepted by all, reached by none.
 inline constexpr uint64_t kParked = kNoBoundary - 1;
+// Production intervals grow by this much per member beyond targetMs: a coordinator then receives at most
+// 1 / kIntervalUsPerMember reports per second per communicator (40,000; at 16 ranks 10 ms intervals, at 4,096
+// ranks 103 ms).
+inline constexpr int64_t kIntervalUsPerMember = 25;
 
 struct AgreementParams {
   bool deterministic = false;
   int64_t joinTimeoutMs = 10000;   // deterministic mode
   int64_t answerTimeoutMs = 1000;  // production: a proposal not answered by all in this time is parked
   int64_t reportWaitMs = 20;
-  int64_t targetMs = 100;
+  int64_t targetMs = 10;
   uint64_t fixedSpacing = 256;  // deterministic mode, verdict 0 (no rate known yet), and useFixedSpacing
   bool useFixedSpacing = false;
   uint64_t maxSpacing = 1 << 20;
@@ -80,6 +84,11 @@ class CommAgreement {
   std::vector<std::string> takeNotes() { return guard_.takeNotes(); }
   // Milliseconds until tick() may next have something to do; -1: nothing pending.
   int64_t nextDeadlineMs(int64_t nowMs) const;
+  // Production: the interval the spacing aims at (targetMs, longer for many members), and how long the
+  // coordinator waits for the last reports at a boundary before it decides on what it has (half of it, so
+  // that the verdict still arrives before the members reach the next boundary).
+  int64_t intervalMs() const;
+  int64_t reportWaitMs() const;
 
  private:
   void issue(Verdict v);

@@ -114,14 +114,16 @@ TEST(Boundary, DeterministicWaitsForEveryReport) {
 
 TEST(Boundary, ProductionDecidesOnWhatItHasAfterTheWait) {
   CountingPolicy pol;
-  AgreementParams p;
-  p.reportWaitMs = 20;
+  AgreementParams p;  // defaults: 10 ms intervals for a small comm, so at most 5 ms of waiting for reports
   CommAgreement a(0x1, 3, 1, p, &pol);
+  EXPECT_EQ(a.intervalMs(), 10);
+  EXPECT_EQ(a.reportWaitMs(), 5);
   Verdict v0 = startProduction(a, 3);
   a.report(rep(1, v0), 100);
-  a.tick(119);
+  a.tick(104);
   EXPECT_TRUE(a.takeNew().empty());
-  a.tick(120);
+  EXPECT_EQ(a.nextDeadlineMs(104), 1);
+  a.tick(105);
   auto v1 = a.takeNew();
   ASSERT_EQ(v1.size(), 1u);
   EXPECT_EQ(pol.lastReports, 1u);
@@ -143,6 +145,24 @@ TEST(Boundary, ProductionDecidesOnWhatItHasAfterTheWait) {
   ASSERT_EQ(a.takeNew().size(), 1u);
   EXPECT_EQ(pol.lastReports, 1u);
   EXPECT_EQ(pol.lastSamples, 0u);
+}
+
+TEST(Boundary, IntervalsGrowWithMembersAndTheReportWaitFitsInsideThem) {
+  CountingPolicy pol;
+  AgreementParams p;
+  // 25 µs per member: 16 ranks keep the 10 ms floor; 4,096 ranks aim at 103 ms, and wait the configured
+  // 20 ms at most for late reports.
+  CommAgreement small(0x1, 16, 2, p, &pol), large(0x2, 4096, 512, p, &pol), mid(0x3, 1024, 128, p, &pol);
+  EXPECT_EQ(small.intervalMs(), 10);
+  EXPECT_EQ(small.reportWaitMs(), 5);
+  EXPECT_EQ(mid.intervalMs(), 26);
+  EXPECT_EQ(mid.reportWaitMs(), 13);
+  EXPECT_EQ(large.intervalMs(), 103);
+  EXPECT_EQ(large.reportWaitMs(), 20);
+  // A fixed spacing says nothing of time: the configured wait.
+  p.useFixedSpacing = true;
+  CommAgreement fixed(0x4, 16, 2, p, &pol);
+  EXPECT_EQ(fixed.reportWaitMs(), 20);
 }
 
 TEST(Boundary, RejectsStrangersDuplicatesAndWrongBoundaries) {

@@ -4,8 +4,11 @@
 // No start barrier: processes come up when the scheduler lets them, and nobody may wait for the late ones.
 //
 // The target is a median extra time to the 1,000th round under 1 ms, on a machine with a core for each
-// rank. This one has 2 cores for up to 64 processes, and agreement costs each process about 1 ms of CPU at
-// init (its control-plane thread, sockets, the member's tables), so here the median extra grows with the
+// rank: the first row runs as many processes as this machine has cores, and says whether it is met. The
+// others put up to 64 processes on those cores. Agreement adds about 0.16 million instructions to NCCL's
+// thread at init (callgrind, two communicators' tunerInit: 0.46 million with WIREWISE_SYNC=off, 0.61 with
+// it on), and its control-plane thread connects, joins and answers the first proposal beside it; with
+// more processes than cores those threads queue for the cores, so there the median extra grows with the
 // oversubscription (about procs / cores x 1 ms): the table says how far from the target this machine is.
 // What fails the benchmark is what the protocol itself would cause: a rank waiting for members (seconds,
 // the join timeout of old) or an init that blocks (a name lookup, a connect): more than 250 ms either way.
@@ -59,7 +62,11 @@ class AgreementCost : public MultiProcess {
 
 TEST_F(AgreementCost, TimeToTheThousandthCollective) {
   std::printf("processes  agreement  to 1,000th: median  p90 ms  init median ms  waited: median  max ms\n");
-  for (int procs : {8, 32, 64}) {
+  const int cores = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+  std::vector<int> sizes{cores};
+  for (int procs : {8, 32, 64})
+    if (procs > cores) sizes.push_back(procs);
+  for (int procs : sizes) {
     // Off and on alternate, three times each: the machine's load drifts, and a pair sees the same drift.
     std::vector<double> extra;
     for (int rep = 0; rep < 3; ++rep) {
@@ -74,9 +81,9 @@ TEST_F(AgreementCost, TimeToTheThousandthCollective) {
     }
     const double medianExtra = quantile(extra, 0.5);
     std::printf("%9d  median extra with agreement on: %.2f ms (target 1 ms with a core per rank: %s here, "
-                "%u cores for %d processes)\n",
-                procs, medianExtra, medianExtra <= 1.0 ? "met" : "not met", std::thread::hardware_concurrency(),
-                procs);
+                "%d cores for %d processes%s)\n",
+                procs, medianExtra, medianExtra <= 1.0 ? "met" : "not met", cores, procs,
+                procs <= cores ? ", a core per rank" : "");
     EXPECT_LE(medianExtra, 250.0) << procs << " processes";
   }
 }
