@@ -46,7 +46,7 @@ void atomicMax(std::atomic<uint64_t>& a, uint64_t v) {
 
 struct alignas(64) CollSlot : SlotHead {
   std::atomic<uint64_t> ctrl{0};
-  std::atomic<uint64_t> order{0};  // start order (collCalls), to find the stalest slot when the pool runs dry
+  std::atomic<uint64_t> order{0};  // the start (collCalls) that took it: a slot a pool's worth older is stale
   std::atomic<uint64_t> minStart{UINT64_MAX}, maxStop{0};
   // Per-channel times for the slow-channel summary: bit c of chanSeen once channel c (< 64) stored its
   // duration in chanNs[c]. Only chanSeen is reset per collective; the finalizer reads the seen entries.
@@ -55,15 +55,23 @@ struct alignas(64) CollSlot : SlotHead {
   // Written by the owner before the control word publishes the slot; read by the finalizer.
   CollSample proto;
   bool sampleable = false;
+  uint8_t expected = 0;  // the KernelCh children this collective waits for (expectedChildren())
+  std::atomic<uint8_t> opened{0};  // KernelCh children started: learning needs every one of them stopped
+  // nChannels << 8 | expected, for a child that arrives after the parent completed (the slot may be
+  // refilled meanwhile, so it is read atomically; everything else of the slot only by its owner).
+  std::atomic<uint16_t> shape{0};
 };
 
-// KernelCh control word: [gen:32][..][inUse bit 18]. parent packs (parent gen << 32 | parent index).
+// KernelCh control word: [gen:32][filling: the folder bit 24][inUse bit 18]. parent packs
+// (parent gen << 32 | parent index).
 struct alignas(64) ChanSlot : SlotHead {
   std::atomic<uint64_t> ctrl{0};
   std::atomic<uint64_t> parent{0};
+  std::atomic<uint64_t> order{0};  // the KernelCh start (chanCalls) that took it
   std::atomic<uint64_t> stopTs{0};
-  uint64_t startTs = 0;
-  uint8_t channelId = 0;
+  // Atomic (relaxed) because a late stop reads them while the slot may be taken again: its free then fails.
+  std::atomic<uint64_t> startTs{0};
+  std::atomic<uint8_t> channelId{0};
 };
 
 // The slow-channel summary of one collective from the durations its channels stored (at least two
@@ -100,11 +108,10 @@ struct EventSink::Impl {
         nColl(static_cast<uint32_t>(collPool == 0 ? 1 : collPool)),
         nChan(nColl * 4),
         colls(new CollSlot[nColl]),
-        chans(new ChanSlot[nChan]),
-        freeColls(nColl),
-        freeChans(nChan) {
+        chans(new ChanSlot[nChan]) {
     for (uint32_t i = 0; i < nColl; ++i) colls[i].type = kEvColl, colls[i].owner = owner, colls[i].index = i;
     for (uint32_t i = 0; i < nChan; ++i) chans[i].type = kEvKernelCh, chans[i].owner = owner, chans[i].index = i;
+    for (auto& e : learned) e.store(0, std::memory_order_relaxed);
     // The top 16 address bits carry tags: a pool above 2^48 (never seen without an mmap hint) cannot
     // be tracked, so the sink then refuses every event (counted as pool drops) instead of misbehaving.
     usable = ((reinterpret_cast<uintptr_t>(colls.get() + nColl) | reinterpret_cast<uintptr_t>(chans.get() + nChan)) &
@@ -120,8 +127,11 @@ struct EventSink::Impl {
   void* startChannel(const ProfEvent& ev) noexcept;
   void stopColl(CollSlot* s, uint32_t tag) noexcept;
   void stopChannel(ChanSlot* ch, uint32_t tag) noexcept;
-  CollSlot* reclaimStaleColl(uint64_t newest) noexcept;
-  ChanSlot* reclaimDeadChannel() noexcept;
+  CollSlot* claimColl(uint64_t k, uint32_t* gen) noexcept;
+  bool takeColl(CollSlot* s, uint64_t k, bool orStale, uint32_t* gen) noexcept;
+  ChanSlot* claimChannel(uint64_t k, uint32_t* gen) noexcept;
+  bool takeChannel(ChanSlot* ch, uint64_t k, bool orStale, uint32_t* gen) noexcept;
+  uint8_t expectedChildren(uint8_t nChannels) const noexcept;
   enum class ChanEnd { kTimed, kUntimed, kLost };
   void consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start, uint64_t stop, ChanEnd end,
                       int channel = -1) noexcept;
@@ -132,23 +142,107 @@ struct EventSink::Impl {
   uint32_t nColl, nChan;
   std::unique_ptr<CollSlot[]> colls;
   std::unique_ptr<ChanSlot[]> chans;
-  IndexFreeList freeColls, freeChans;
+  // The KernelCh children NCCL was seen to emit for a Coll of n channels, when fewer than n (0: n itself).
+  std::atomic<uint8_t> learned[256];
   std::unique_ptr<SampleRing> ring;
-  std::atomic<uint64_t> collCalls{0};
+  std::atomic<uint64_t> collCalls{0}, chanCalls{0};
   std::atomic<uint64_t> started{0}, emitted{0}, poolDrops{0}, ringDrops{0}, incomplete{0}, orphans{0}, unsampled{0};
 };
 
+// Slots are taken in turn, in O(1): start k looks at slots k, k+1, ... (mod pool), at most kProbe of
+// them, and takes the first free one, else the first stale one. Stale: taken by a start a whole pool's worth of starts
+// earlier and still not finished. For a Coll slot that means a collective that is not coming back whole
+// (one communicator's collectives share a stream and complete in order: a start/stop mismatch, children
+// never enabled, an aborted communicator or a mask change); for a KernelCh slot, a channel whose stop
+// never came (NCCL's proxy issues start, record and stop back to back). A stale slot is reclaimed on the
+// spot, and its old owner's late events then fail their tag check. With none of the kProbe free or
+// stale (a pool's worth in flight, all young) the event is dropped and counted, as a full pool's was.
+constexpr uint32_t kProbe = 8;
+
+CollSlot* EventSink::Impl::claimColl(uint64_t k, uint32_t* gen) noexcept {
+  for (bool stale : {false, true})
+    for (uint32_t i = 0; i < std::min(kProbe, nColl); ++i) {
+      CollSlot* s = &colls[(k + i) % nColl];
+      if (takeColl(s, k, stale, gen)) return s;
+    }
+  return nullptr;
+}
+
+// Takes s for start k if it is free (or stale, when orStale); false when it is neither, or is being
+// folded or finalized at this very moment (a late child of its old owner).
+bool EventSink::Impl::takeColl(CollSlot* s, uint64_t k, bool orStale, uint32_t* gen) noexcept {
+  uint64_t c = s->ctrl.load(std::memory_order_acquire);
+  for (;;) {
+    const bool stale = (c & kInUse) != 0;
+    const bool young = k - s->order.load(std::memory_order_relaxed) < nColl;
+    if (stale && (!orStale || (c & kFolderMask) || finalizable(c) || young)) return false;
+    // Held with one folder while it is refilled, so that no late child of the old owner can touch it.
+    const uint32_t g = genOf(c) + (stale ? 1 : 0);
+    if (!s->ctrl.compare_exchange_weak(c, (uint64_t{g} << 32) | kInUse | kFolder, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+      continue;
+    if (stale) {
+      incomplete.fetch_add(1, std::memory_order_relaxed);
+      // What NCCL actually emitted for it: some children, all stopped, none since a pool's worth of
+      // collectives. From now on a Coll of that many channels waits for that many children, so that a
+      // release that emits fewer KernelCh events than channels loses no more samples (one more child
+      // than expected undoes it: startChannel).
+      const uint8_t seen = static_cast<uint8_t>(s->expected - leftOf(c));
+      const uint8_t n = s->proto.nChannels;
+      if ((c & kStopped) && !(c & kPoisoned) && seen > 0 && seen < n &&
+          s->opened.load(std::memory_order_relaxed) == seen)
+        learned[n].store(seen, std::memory_order_relaxed);
+    }
+    s->order.store(k, std::memory_order_relaxed);
+    *gen = g;
+    return true;
+  }
+}
+
+ChanSlot* EventSink::Impl::claimChannel(uint64_t k, uint32_t* gen) noexcept {
+  for (bool stale : {false, true})
+    for (uint32_t i = 0; i < std::min(kProbe, nChan); ++i) {
+      ChanSlot* ch = &chans[(k + i) % nChan];
+      if (takeChannel(ch, k, stale, gen)) return ch;
+    }
+  return nullptr;
+}
+
+bool EventSink::Impl::takeChannel(ChanSlot* ch, uint64_t k, bool orStale, uint32_t* gen) noexcept {
+  uint64_t c = ch->ctrl.load(std::memory_order_acquire);
+  for (;;) {
+    if (c & kInUse) {
+      if (!orStale || (c & kFolder) || k - ch->order.load(std::memory_order_relaxed) < nChan) return false;
+      // Its stop never came: free it (next generation); its parent counts it as lost.
+      const uint64_t par = ch->parent.load(std::memory_order_acquire);
+      if (!ch->ctrl.compare_exchange_weak(c, uint64_t{genOf(c) + 1} << 32, std::memory_order_acq_rel,
+                                          std::memory_order_acquire))
+        continue;
+      orphans.fetch_add(1, std::memory_order_relaxed);
+      consumeChannel(&colls[static_cast<uint32_t>(par)], static_cast<uint32_t>(par >> 32), 0, 0, ChanEnd::kLost);
+      c = uint64_t{genOf(c) + 1} << 32;
+    }
+    // Held (the folder bit: "being filled") until startChannel publishes it, so that no other start
+    // takes its order for an old one.
+    if (ch->ctrl.compare_exchange_weak(c, c | kInUse | kFolder, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+      ch->order.store(k, std::memory_order_relaxed);
+      *gen = genOf(c);
+      return true;
+    }
+  }
+}
+
+uint8_t EventSink::Impl::expectedChildren(uint8_t nChannels) const noexcept {
+  const uint8_t l = learned[nChannels].load(std::memory_order_relaxed);
+  return l != 0 ? l : nChannels;
+}
+
 void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
   const uint64_t collIndex = collCalls.fetch_add(1, std::memory_order_relaxed);
-  uint32_t idx;
-  CollSlot* s = nullptr;
   uint32_t gen;
-  if (freeColls.pop(&idx)) {
-    s = &colls[idx];
-    gen = genOf(s->ctrl.load(std::memory_order_acquire));
-  } else if ((s = reclaimStaleColl(collIndex)) != nullptr) {
-    gen = genOf(s->ctrl.load(std::memory_order_relaxed));
-  } else {
+  CollSlot* s = claimColl(collIndex, &gen);
+  if (s == nullptr) {
     poolDrops.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
@@ -167,37 +261,17 @@ void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
   s->proto.algo = static_cast<int8_t>(algoIndexFromName(ev.algo));
   s->proto.proto = static_cast<int8_t>(protoIndexFromName(ev.proto));
   s->proto.nChannels = ev.nChannels;
+  s->expected = expectedChildren(ev.nChannels);
+  s->shape.store(static_cast<uint16_t>(ev.nChannels << 8 | s->expected), std::memory_order_relaxed);
   s->sampleable = coll >= 0 && typeSize > 0;
   s->minStart.store(UINT64_MAX, std::memory_order_relaxed);
   s->maxStop.store(0, std::memory_order_relaxed);
   s->chanSeen.store(0, std::memory_order_relaxed);
-  s->order.store(collIndex, std::memory_order_relaxed);
+  s->opened.store(0, std::memory_order_relaxed);
   // release: publishes the fields above to whichever thread finalizes this slot.
-  s->ctrl.store((uint64_t{gen} << 32) | kInUse | ev.nChannels, std::memory_order_release);
+  s->ctrl.store((uint64_t{gen} << 32) | kInUse | s->expected, std::memory_order_release);
   started.fetch_add(1, std::memory_order_relaxed);
   return tagged(s, gen);
-}
-
-// Only called when the pool is empty (cold path, O(pool)). Leaks come from NCCL start/stop mismatches
-// or from Coll events whose KernelCh children were never enabled. A slot is stale when more than a
-// pool's worth of collectives were started after it (accepted or refused: counting only accepted ones
-// would never age a pool that leaked every slot, and every later collective would be dropped): one communicator's collectives share a stream
-// and complete in order, so a healthy collective cannot be that far behind while the pool is full.
-CollSlot* EventSink::Impl::reclaimStaleColl(uint64_t newest) noexcept {
-  CollSlot* best = nullptr;
-  uint64_t bestCtrl = 0, bestOrder = UINT64_MAX;
-  for (uint32_t i = 0; i < nColl; ++i) {
-    uint64_t c = colls[i].ctrl.load(std::memory_order_acquire);
-    if (!(c & kInUse) || (c & kFolderMask) || finalizable(c)) continue;
-    uint64_t o = colls[i].order.load(std::memory_order_relaxed);
-    if (o < bestOrder) best = &colls[i], bestCtrl = c, bestOrder = o;
-  }
-  if (best == nullptr || newest - bestOrder <= nColl) return nullptr;
-  // Take it with one folder held so no other reclaimer or stale child can touch it while we refill it.
-  uint64_t held = (uint64_t{genOf(bestCtrl) + 1} << 32) | kInUse | kFolder;
-  if (!best->ctrl.compare_exchange_strong(bestCtrl, held, std::memory_order_acq_rel)) return nullptr;
-  incomplete.fetch_add(1, std::memory_order_relaxed);
-  return best;
 }
 
 void EventSink::Impl::stopColl(CollSlot* s, uint32_t tag) noexcept {
@@ -218,63 +292,48 @@ void* EventSink::Impl::startChannel(const ProfEvent& ev) noexcept {
   CollSlot* p = ev.parent ? find(colls.get(), nColl, ev.parent, &tag) : nullptr;
   uint64_t pc = p ? p->ctrl.load(std::memory_order_acquire) : 0;
   if (p == nullptr || !(pc & kInUse) || tagOf(genOf(pc)) != tag || leftOf(pc) == 0) {
+    // A child beyond what was expected of a parent that was waiting for fewer than its channels: NCCL
+    // emits them all again, so expect them all (the parent completed early and its sample is one).
+    const uint16_t shape = p != nullptr ? p->shape.load(std::memory_order_relaxed) : 0;
+    if ((shape & 0xff) < (shape >> 8) &&
+        (tagOf(genOf(pc)) == tag || (!(pc & kInUse) && tagOf(genOf(pc)) == tagOf(tag + 1))))
+      learned[shape >> 8].store(0, std::memory_order_relaxed);
     orphans.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   uint32_t pgen = genOf(pc);
-  uint32_t idx;
-  ChanSlot* ch = nullptr;
-  if (freeChans.pop(&idx)) {
-    ch = &chans[idx];
-  } else if ((ch = reclaimDeadChannel()) == nullptr) {
+  uint32_t gen;
+  ChanSlot* ch = claimChannel(chanCalls.fetch_add(1, std::memory_order_relaxed), &gen);
+  if (ch == nullptr) {
     poolDrops.fetch_add(1, std::memory_order_relaxed);
     // The parent can no longer be timed completely: count this channel as done, untimed, and poison
     // the parent so it completes (and frees its slot) without a misleading sample.
     consumeChannel(p, pgen, 0, 0, ChanEnd::kLost);
     return nullptr;
   }
-  uint32_t gen = genOf(ch->ctrl.load(std::memory_order_relaxed));
-  ch->startTs = ev.pTimer;
-  ch->channelId = ev.channelId;
+  ch->startTs.store(ev.pTimer, std::memory_order_relaxed);
+  ch->channelId.store(ev.channelId, std::memory_order_relaxed);
   ch->stopTs.store(0, std::memory_order_relaxed);
   ch->parent.store((uint64_t{pgen} << 32) | p->index, std::memory_order_relaxed);
+  p->opened.fetch_add(1, std::memory_order_relaxed);
   ch->ctrl.store((uint64_t{gen} << 32) | kInUse, std::memory_order_release);
   return tagged(ch, gen);
 }
 
-// Cold path: a channel slot is dead when its parent collective has already completed or been
-// recycled (NCCL started a KernelCh and never stopped it). Its late stop will then be ignored.
-ChanSlot* EventSink::Impl::reclaimDeadChannel() noexcept {
-  for (uint32_t i = 0; i < nChan; ++i) {
-    ChanSlot& ch = chans[i];
-    uint64_t c = ch.ctrl.load(std::memory_order_acquire);
-    if (!(c & kInUse)) continue;
-    uint64_t par = ch.parent.load(std::memory_order_relaxed);
-    uint64_t pc = colls[static_cast<uint32_t>(par)].ctrl.load(std::memory_order_acquire);
-    if ((pc & kInUse) && genOf(pc) == static_cast<uint32_t>(par >> 32)) continue;  // parent alive
-    uint64_t taken = (uint64_t{genOf(c) + 1} << 32);
-    if (ch.ctrl.compare_exchange_strong(c, taken, std::memory_order_acq_rel)) {
-      orphans.fetch_add(1, std::memory_order_relaxed);
-      return &ch;
-    }
-  }
-  return nullptr;
-}
-
 void EventSink::Impl::stopChannel(ChanSlot* ch, uint32_t tag) noexcept {
+  // Read the fields while the slot is still ours, then free it (next generation): a slot is taken again
+  // only when its turn comes (startChannel), and the free below fails if it was reclaimed meanwhile.
+  const uint64_t start = ch->startTs.load(std::memory_order_relaxed);
+  const uint64_t stop = ch->stopTs.load(std::memory_order_relaxed);
+  const uint64_t par = ch->parent.load(std::memory_order_acquire);
+  const int channel = ch->channelId.load(std::memory_order_relaxed);
   uint64_t c = ch->ctrl.load(std::memory_order_acquire);
   for (;;) {
     if (!(c & kInUse) || tagOf(genOf(c)) != tag) return;  // late stop of a recycled slot
-    // Free the slot (next generation) first: from here on we own its fields until we push it back.
     if (ch->ctrl.compare_exchange_weak(c, uint64_t{genOf(c) + 1} << 32, std::memory_order_acq_rel,
-                                       std::memory_order_acquire)) {
+                                       std::memory_order_acquire))
       break;
-    }
   }
-  uint64_t start = ch->startTs, stop = ch->stopTs.load(std::memory_order_relaxed);
-  uint64_t par = ch->parent.load(std::memory_order_relaxed);
-  const int channel = ch->channelId;
-  freeChans.push(ch->index);
   // telemetry.md 4.6: some channels report a stop of 0; those (and stop < start) are not timed.
   ChanEnd end = stop != 0 && stop >= start ? ChanEnd::kTimed : ChanEnd::kUntimed;
   consumeChannel(&colls[static_cast<uint32_t>(par)], static_cast<uint32_t>(par >> 32), start, stop, end, channel);
@@ -327,7 +386,6 @@ void EventSink::Impl::finalize(CollSlot* s, uint64_t c) noexcept {
     }
   }
   s->ctrl.store(uint64_t{genOf(c) + 1} << 32, std::memory_order_release);
-  freeColls.push(s->index);
 }
 
 EventSink::EventSink(uint64_t commId, int rank, int nRanks, size_t collPoolSize, size_t ringSize)

@@ -2,13 +2,17 @@
 //
 // NCCL calls start/stop/record from several threads (Coll from the launch or a CUDA host-callback
 // thread, KernelCh from the proxy thread). Event objects come from fixed pools allocated at
-// construction; when a pool is empty the event is dropped (null handle) and counted. Completed
-// samples go into a bounded lock-free ring that one consumer (the runtime's background thread)
-// drains; a full ring drops and counts too. Nothing here allocates, locks or logs after construction.
+// construction, taken in turn: start k takes the first free slot of k .. k+7 (mod pool), else the first
+// one a pool's worth of starts old and still incomplete (stale, reclaimed on the spot), else drops the
+// event; so every event costs O(1), however many collectives leaked. Completed samples go into a
+// bounded lock-free ring that one consumer (the runtime's background thread) drains; a full ring drops
+// and counts. Nothing here allocates, locks or logs after construction.
 //
 // Completion: a Coll stop only means "enqueued". A collective is complete once its Coll was stopped
-// and nChannels KernelCh events have stopped; its time is max(channel stop) - min(channel start) on
-// the GPU clock. Channels with a stop of 0 or before their start are counted but not timed.
+// and its KernelCh children have stopped; its time is max(channel stop) - min(channel start) on the GPU
+// clock. Channels with a stop of 0 or before their start are counted but not timed. Children expected:
+// nChannels, unless NCCL was seen to emit fewer for a Coll of that many channels (a stale collective
+// that got m < nChannels children, all stopped): then m, until one more than m arrives.
 // Slow channels: each timed channel (channelId < 64) also keeps its own stop - start; at completion the
 // sample gets a mask of the channels above 1.2x the median channel's time and the slowest/median ratio
 // (CollSample::slowChannels, slowRatioQ8; both 0 when no channel stands out or fewer than two were
@@ -19,7 +23,7 @@
 // recognised and ignored. Handles are opaque: never dereference one. NCCL's stopEvent and
 // recordEventState carry no context: ownerOf() finds the sink from a handle. Toggle ncclProfileColl
 // and ncclProfileKernelCh together: a Coll started without KernelCh events never completes and is
-// only recycled once stale.
+// only recycled once stale (counted in droppedIncomplete).
 #pragma once
 
 #include <atomic>
@@ -35,9 +39,9 @@ namespace wirewise {
 struct SinkCounters {
   uint64_t collsStarted = 0;          // Coll events that got a slot
   uint64_t samplesEmitted = 0;        // samples pushed into the ring
-  uint64_t droppedPoolExhausted = 0;  // events refused: no free slot (Coll or KernelCh)
+  uint64_t droppedPoolExhausted = 0;  // events refused: no slot in their turn was free or stale
   uint64_t droppedRingFull = 0;       // completed samples lost: consumer too slow
-  uint64_t droppedIncomplete = 0;     // collectives recycled while stale, or missing a KernelCh slot
+  uint64_t droppedIncomplete = 0;     // collectives recycled while stale, or that lost a KernelCh
   uint64_t orphanEvents = 0;          // KernelCh with a null/foreign/recycled parent, or one too many
   uint64_t unsampled = 0;             // completed without a usable sample: no timed channel, unknown
                                       // func or datatype

@@ -1,5 +1,7 @@
 // NCCL's static strings, as v2.28.9 prints them (src/collectives.cc: ncclFuncToString,
 // ncclDatatypeToString, ncclAlgoToString, ncclProtoToString), mapped to our indices.
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -17,8 +19,8 @@ struct NameValue {
 
 char lowerAscii(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
-// On every Coll start (four lookups), so no strcasecmp per entry: entries of another length are skipped,
-// NCCL's own spelling matches exactly (memcmp), and only other spellings take the case-folding loop.
+// The full lookup: entries of another length are skipped, NCCL's own spelling matches exactly (memcmp),
+// and only other spellings take the case-folding loop.
 template <size_t N>
 int lookup(const NameValue (&table)[N], const char* name) noexcept {
   if (name == nullptr) return -1;
@@ -33,6 +35,33 @@ int lookup(const NameValue (&table)[N], const char* name) noexcept {
   }
   return -1;
 }
+
+// Four lookups on every Coll start, on NCCL's thread: NCCL passes its own string literals
+// (ncclFuncToString, ncclDatatypeToString, ncclAlgoToString, ncclProtoToString), so the same pointer
+// always names the same string and a pointer seen before needs no compare. Each table has a small
+// direct-mapped cache of the pointers it has resolved, one word per entry (the pointer's 48 bits above
+// the value), so that concurrent readers and writers never see half an entry; a miss, or a pointer above
+// 2^48, takes the full lookup and caches its answer. Process-wide: every communicator sees NCCL's strings.
+class PointerCache {
+ public:
+  template <size_t N>
+  int resolve(const NameValue (&table)[N], const char* name) noexcept {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(name);
+    std::atomic<uint64_t>& e = entries_[((p >> 3) ^ (p >> 9)) & (kEntries - 1)];
+    const uint64_t v = e.load(std::memory_order_relaxed);
+    if (p != 0 && (v >> 16) == p) return static_cast<int>(v & 0xffff) - 1;
+    const int value = lookup(table, name);
+    if (p != 0 && p < (uintptr_t{1} << 48))
+      e.store((uint64_t{p} << 16) | static_cast<uint16_t>(value + 1), std::memory_order_relaxed);
+    return value;
+  }
+
+ private:
+  static constexpr size_t kEntries = 16;
+  std::atomic<uint64_t> entries_[kEntries] = {};
+};
+
+PointerCache gDatatypes, gAlgos, gProtos, gColls;
 
 // ncclUint8 is listed although 2.28.9 prints it as "Unknown": a later NCCL may fix that.
 constexpr NameValue kDatatypes[] = {
@@ -56,11 +85,11 @@ constexpr NameValue kColls[] = {
 }  // namespace
 
 int datatypeSize(const char* name) noexcept {
-  int v = lookup(kDatatypes, name);
+  int v = gDatatypes.resolve(kDatatypes, name);
   return v < 0 ? 0 : v;
 }
-int algoIndexFromName(const char* name) noexcept { return lookup(kAlgos, name); }
-int protoIndexFromName(const char* name) noexcept { return lookup(kProtos, name); }
-int collIndexFromName(const char* name) noexcept { return lookup(kColls, name); }
+int algoIndexFromName(const char* name) noexcept { return gAlgos.resolve(kAlgos, name); }
+int protoIndexFromName(const char* name) noexcept { return gProtos.resolve(kProtos, name); }
+int collIndexFromName(const char* name) noexcept { return gColls.resolve(kColls, name); }
 
 }  // namespace wirewise

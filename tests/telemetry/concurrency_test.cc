@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -57,22 +58,31 @@ struct Inbox {
   bool closed = false;
 };
 
+// NCCL's threads on one communicator: the launch thread starts and stops each Coll, the proxy thread
+// its KernelCh children; the sink is per communicator, and several communicators run at once. A comm's
+// collectives complete in order, so one is never outstanding while a pool's worth of newer ones start
+// (here at most kMaxOutstanding are): no collective may be taken for stale.
 TEST(EventSinkConcurrency, EveryCompletedCollectiveYieldsOneCorrectSample) {
-  const int kPairs = 3, kPerPair = 3000, kMaxOutstanding = 8;
-  EventSink sink(1, 0, 8, 64, 4096);
-  Consumer consumer(sink);
-  std::vector<Inbox> inboxes(kPairs);
-  std::vector<std::atomic<int>> outstanding(kPairs);
+  const int kComms = 3, kPerComm = 3000, kMaxOutstanding = 8;
+  std::vector<std::unique_ptr<EventSink>> sinks;
+  std::vector<std::unique_ptr<Consumer>> consumers;
+  for (int p = 0; p < kComms; ++p) {
+    sinks.push_back(std::make_unique<EventSink>(p + 1, 0, 8, 64, 4096));
+    consumers.push_back(std::make_unique<Consumer>(*sinks.back()));
+  }
+  std::vector<Inbox> inboxes(kComms);
+  std::vector<std::atomic<int>> outstanding(kComms);
   std::vector<std::thread> threads;
   std::atomic<uint64_t> accepted{0};
-  for (int p = 0; p < kPairs; ++p) {
+  for (int p = 0; p < kComms; ++p) {
+    EventSink& sink = *sinks[p];
     threads.emplace_back([&, p] {  // launcher
-      for (int i = 0; i < kPerPair; ++i) {
+      for (int i = 0; i < kPerComm; ++i) {
         while (outstanding[p].load() >= kMaxOutstanding) std::this_thread::yield();
         uint64_t seq = static_cast<uint64_t>(p) * 100000 + i;
         int nCh = 1 + i % 4;
         void* h = sink.start(collEvent(seq, static_cast<uint8_t>(nCh)));
-        ASSERT_NE(h, nullptr);  // at most 24 in flight in a pool of 64
+        ASSERT_NE(h, nullptr);  // at most 8 in flight in a pool of 64
         accepted.fetch_add(1);
         outstanding[p].fetch_add(1);
         {
@@ -102,11 +112,10 @@ TEST(EventSinkConcurrency, EveryCompletedCollectiveYieldsOneCorrectSample) {
           continue;
         }
         int nCh = 1 + static_cast<int>(item.second % 100000) % 4;
-        std::vector<void*> chans;
-        for (int c = 0; c < nCh; ++c) {
-          chans.push_back(sink.start(chanEvent(item.first, static_cast<uint8_t>(c), chanStart(item.second, c))));
-          ASSERT_NE(chans.back(), nullptr);
-        }
+        void* chans[4] = {};
+        for (int c = 0; c < nCh; ++c)
+          chans[c] = sink.start(chanEvent(item.first, static_cast<uint8_t>(c), chanStart(item.second, c)));
+        // Counted, not asserted here: a failed assertion would leave the launcher waiting.
         for (int c = nCh - 1; c >= 0; --c) {
           sink.recordState(chans[c], kStateKernelChStop, chanStop(item.second, c));
           sink.stop(chans[c]);
@@ -116,27 +125,31 @@ TEST(EventSinkConcurrency, EveryCompletedCollectiveYieldsOneCorrectSample) {
     });
   }
   for (auto& t : threads) t.join();
-  std::vector<CollSample> samples = consumer.finish();
+  EXPECT_EQ(accepted.load(), static_cast<uint64_t>(kComms * kPerComm));
 
-  SinkCounters c = sink.counters();
-  EXPECT_EQ(c.collsStarted, accepted.load());
-  EXPECT_EQ(c.collsStarted, static_cast<uint64_t>(kPairs * kPerPair));
-  EXPECT_EQ(c.droppedPoolExhausted, 0u);
-  EXPECT_EQ(c.droppedIncomplete, 0u);
-  EXPECT_EQ(c.orphanEvents, 0u);
-  EXPECT_EQ(c.unsampled, 0u);
-  EXPECT_EQ(c.samplesEmitted + c.droppedRingFull, c.collsStarted);
-  EXPECT_EQ(samples.size(), c.samplesEmitted);
-  std::set<uint64_t> seen;
-  for (const CollSample& s : samples) {
-    EXPECT_TRUE(seen.insert(s.seqNumber).second) << "duplicate sample " << s.seqNumber;
-    EXPECT_EQ(s.nChannels, 1 + (s.seqNumber % 100000) % 4);
-    EXPECT_EQ(s.durationNs, expectedNs(s.seqNumber, s.nChannels)) << s.seqNumber;
-    EXPECT_EQ(s.bytes, 4096u);
+  for (int p = 0; p < kComms; ++p) {
+    EventSink& sink = *sinks[p];
+    std::vector<CollSample> samples = consumers[p]->finish();
+    SinkCounters c = sink.counters();
+    EXPECT_EQ(c.collsStarted, static_cast<uint64_t>(kPerComm));
+    EXPECT_EQ(c.droppedPoolExhausted, 0u);
+    EXPECT_EQ(c.droppedIncomplete, 0u);
+    EXPECT_EQ(c.orphanEvents, 0u);
+    EXPECT_EQ(c.unsampled, 0u);
+    EXPECT_EQ(c.samplesEmitted + c.droppedRingFull, c.collsStarted);
+    EXPECT_EQ(samples.size(), c.samplesEmitted);
+    std::set<uint64_t> seen;
+    for (const CollSample& s : samples) {
+      EXPECT_TRUE(seen.insert(s.seqNumber).second) << "duplicate sample " << s.seqNumber;
+      EXPECT_EQ(s.seqNumber / 100000, static_cast<uint64_t>(p));
+      EXPECT_EQ(s.nChannels, 1 + (s.seqNumber % 100000) % 4);
+      EXPECT_EQ(s.durationNs, expectedNs(s.seqNumber, s.nChannels)) << s.seqNumber;
+      EXPECT_EQ(s.bytes, 4096u);
+    }
+    EXPECT_EQ(sink.collsInFlight(), 0u);
+    EXPECT_EQ(sink.channelsInFlight(), 0u);
+    expectBalanced(sink);
   }
-  EXPECT_EQ(sink.collsInFlight(), 0u);
-  EXPECT_EQ(sink.channelsInFlight(), 0u);
-  expectBalanced(sink);
 }
 
 // A small pool under contention, with some collectives leaked on purpose and their events delivered
@@ -198,8 +211,10 @@ TEST(EventSinkConcurrency, PoolExhaustionAndStaleReclaimUnderContention) {
   SinkCounters c = sink.counters();
   EXPECT_EQ(c.collsStarted, accepted.load());
   EXPECT_EQ(c.droppedPoolExhausted, refused.load());
-  EXPECT_GT(c.droppedPoolExhausted, 0u);  // 12 wanted at once, 8 slots
-  EXPECT_GT(c.droppedIncomplete, 0u);     // leaked ones had to be recycled to keep going
+  // 12 wanted at once, 8 slots: a start finds a slot a pool's worth of starts old and reclaims it (a
+  // thread running alone reclaims its own batch's first ones), or, with the threads interleaved, all
+  // eight in its turn younger than that and is refused. Which of the two, the scheduler decides.
+  EXPECT_GT(c.droppedIncomplete, 0u);
   EXPECT_EQ(samples.size(), c.samplesEmitted);
   for (const CollSample& s : samples) {
     EXPECT_EQ(s.durationNs, expectedNs(s.seqNumber, 2)) << s.seqNumber;
