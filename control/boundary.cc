@@ -167,6 +167,7 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
   pending_.clear();
   std::fill(reported_.begin(), reported_.end(), 0);
   nReported_ = 0;
+  if (!params_.deterministic) spreadMs_ = std::max(nowMs - firstReportMs_, spreadMs_ * 7 / 8);
   firstReportMs_ = -1;
 }
 
@@ -181,7 +182,7 @@ int64_t CommAgreement::nextDeadlineMs(int64_t nowMs) const {
 
 int64_t CommAgreement::intervalMs() const {
   const int64_t byMembers = (static_cast<int64_t>(nRanks_) * kIntervalUsPerMember + 999) / 1000;
-  return std::max<int64_t>({params_.targetMs, byMembers, 1});
+  return std::max<int64_t>({params_.targetMs, byMembers, kIntervalsPerSpread * spreadMs_, 1});
 }
 
 int64_t CommAgreement::reportWaitMs() const {

@@ -14,7 +14,8 @@
 //   - Every verdict after verdict 0 carries the heterogeneity guard's pins in front of the policy's rules
 //     (heterogeneity_guard.h): members' reports say what NCCL's cost tables are on each rank.
 //   - Spacing: fixedSpacing in deterministic mode; otherwise from the slowest reported collective rate,
-//     aiming at intervalMs() of traffic per interval, never below kMinSpacing.
+//     aiming at intervalMs() of traffic per interval (longer for many members or spread-out reports),
+//     never below kMinSpacing.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,10 @@ inline constexpr uint64_t kParked = kNoBoundary - 1;
 // 1 / kIntervalUsPerMember reports per second per communicator (40,000; at 16 ranks 10 ms intervals, at 4,096
 // ranks 103 ms).
 inline constexpr int64_t kIntervalUsPerMember = 25;
+// Production intervals are at least this many times the report spread (how long after the first report
+// at a boundary the verdict was made): on a control network slower than the interval, members would wait
+// for a verdict at every boundary.
+inline constexpr int64_t kIntervalsPerSpread = 4;
 
 struct AgreementParams {
   bool deterministic = false;
@@ -84,9 +89,9 @@ class CommAgreement {
   std::vector<std::string> takeNotes() { return guard_.takeNotes(); }
   // Milliseconds until tick() may next have something to do; -1: nothing pending.
   int64_t nextDeadlineMs(int64_t nowMs) const;
-  // Production: the interval the spacing aims at (targetMs, longer for many members), and how long the
-  // coordinator waits for the last reports at a boundary before it decides on what it has (half of it, so
-  // that the verdict still arrives before the members reach the next boundary).
+  // Production: the interval the spacing aims at (targetMs, longer for many members or a slow control
+  // network), and how long the coordinator waits for the last reports at a boundary before it decides on
+  // what it has (half of it, so that the verdict still arrives before the members reach the next boundary).
   int64_t intervalMs() const;
   int64_t reportWaitMs() const;
 
@@ -115,6 +120,7 @@ class CommAgreement {
   // Reports at B_{verdicts_.size()-1}, the boundary of the newest verdict.
   std::vector<Report> pending_;
   int64_t firstReportMs_ = -1;
+  int64_t spreadMs_ = 0;  // the report spread, decaying by 1/8 a verdict (intervalMs())
   // Reports that came after their boundary's verdict: evidence for the next one (at most kMaxLateReports).
   std::vector<Report> late_;
   // Production mode's proposal of B0: the newest one, which members have accepted it (by members_'s

@@ -165,6 +165,51 @@ TEST(Boundary, IntervalsGrowWithMembersAndTheReportWaitFitsInsideThem) {
   EXPECT_EQ(fixed.reportWaitMs(), 20);
 }
 
+// A control network slower than the interval (reports 8 ms apart at a boundary of a 10 ms interval) would
+// make members wait for every verdict: intervals stretch to 4x the spread, and shrink back by 1/8 a verdict
+// once reports come together again.
+TEST(Boundary, IntervalsStretchWithTheReportSpreadAndShrinkBack) {
+  CountingPolicy pol;
+  AgreementParams p;
+  CommAgreement a(0x1, 2, 1, p, &pol);
+  Verdict v = startProduction(a, 2);
+  int64_t now = 100;
+  a.report(rep(1, v), now);
+  a.report(rep(2, v), now + 4);  // within the 5 ms wait: all in, 4 ms apart
+  auto out = a.takeNew();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(a.intervalMs(), 16);
+  EXPECT_EQ(a.reportWaitMs(), 8);
+  v = out[0];
+  now += 100;
+  a.report(rep(1, v), now);
+  a.report(rep(2, v), now + 8);  // within the 8 ms wait now
+  out = a.takeNew();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(a.intervalMs(), 32);
+  EXPECT_EQ(a.reportWaitMs(), 16);
+  // Reports together again: 8 -> 7 -> 6 -> 5 -> 4 -> 3 -> 2 (x4 below 10 ms from there).
+  std::vector<int64_t> want{28, 24, 20, 16, 12, 10, 10};
+  for (int64_t w : want) {
+    v = out[0];
+    now += 100;
+    a.report(rep(1, v), now);
+    a.report(rep(2, v), now);
+    out = a.takeNew();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(a.intervalMs(), w);
+  }
+  // Deterministic mode waits for all reports anyway: no stretch.
+  CommAgreement d(0x1, 2, 1, deterministic(), &pol);
+  d.join(1, 0);
+  d.join(2, 0);
+  Verdict d0 = d.takeNew().at(0);
+  d.report(rep(1, d0), 100);
+  d.report(rep(2, d0), 140);
+  ASSERT_EQ(d.takeNew().size(), 1u);
+  EXPECT_EQ(d.intervalMs(), 10);
+}
+
 TEST(Boundary, RejectsStrangersDuplicatesAndWrongBoundaries) {
   CountingPolicy pol;
   AgreementParams p;

@@ -82,8 +82,13 @@ class DelayedMessages : public MultiProcess {
     job.sync = deterministic ? "deterministic" : "on";
     job.collectives = 400;  // 42 boundaries per comm: each takes a few round trips of delayed messages
     // Production members wait nowhere before they accept B0, which takes a few round trips of delayed
-    // messages: at a GPU's pace of ~1 ms a round the schedule starts well inside the run.
-    if (!deterministic) job.paceUs = 1000;
+    // messages (more with connections cut): at a GPU's pace of ~1 ms a round, 1,200 rounds leave the
+    // schedule time to start and the proxy time for two bursts (one every 500 ms), however little the
+    // members wait at their boundaries.
+    if (!deterministic) {
+      job.paceUs = 1000;
+      job.collectives = 1200;
+    }
     job.syncTimeoutMs = "100";  // a wait of 100 ms or more is logged (WARN, stderr)
     DelayedRun r;
     {
