@@ -65,10 +65,14 @@ class Member {
 
   Gate gate;
 
-  // Consumer: verdict `index` if it has arrived (indices must be asked for in order), else null.
-  const VerdictNode* tryTake(uint64_t index) noexcept {
+  // Consumer at collective `seq`: verdict `index` if it has arrived and starts at `seq` or before, else
+  // null (indices must be asked for in order). A verdict 0 that starts later was issued at a proposal that
+  // replaced the one this comm stopped at (production): the comm is released and goes on to that boundary.
+  // Taking it here would switch tables early on this rank alone (the host process, whose own answer can be
+  // the last, often saw both the new proposal and its verdict within one of the waiting thread's sleeps).
+  const VerdictNode* tryTake(uint64_t index, uint64_t seq) noexcept {
     VerdictNode* n = cursor_->after.load(std::memory_order_acquire);
-    if (n == nullptr || n->index != index) return nullptr;
+    if (n == nullptr || n->index != index || n->boundary > seq) return nullptr;
     cursor_ = n;
     taken_.store(index + 1, std::memory_order_release);
     return n;

@@ -88,7 +88,7 @@ WaitEnd waitForVerdict(TunerComm& c, uint64_t seq, const control::VerdictNode** 
     return e;
   };
   for (;;) {
-    if (const control::VerdictNode* n = c.member->tryTake(c.nextIndex)) {
+    if (const control::VerdictNode* n = c.member->tryTake(c.nextIndex, seq)) {
       if (warned > 0)
         WW_WARN(NCCL_TUNING, "comm %s: verdict for boundary %" PRIu64 " arrived after %lld ms",
                 hexId(c.commId).c_str(), seq,
@@ -149,7 +149,7 @@ __attribute__((noinline, cold)) bool crossBoundary(TunerComm& c, uint64_t seq) n
     c.gate->nextBoundary.store(control::kNoBoundary);
     return true;
   }
-  const control::VerdictNode* n = c.member->tryTake(c.nextIndex);
+  const control::VerdictNode* n = c.member->tryTake(c.nextIndex, seq);
   if (n == nullptr) {
     switch (waitForVerdict(c, seq, &n)) {
       case WaitEnd::Verdict:
@@ -189,9 +189,10 @@ __attribute__((noinline, cold)) void recordSight(adapt::SightSlot& s, const Coll
   s.state.store(adapt::SightTable::kReady, std::memory_order_release);
 }
 
-inline void noteSight(adapt::SightTable& t, const CollRequest& req, CostTableView table) noexcept {
-  if (req.collType < 0 || req.collType >= kNumCollTypes || !req.costsKnown) return;
-  adapt::SightSlot& s = t.slots[req.collType][SizeBuckets::index(req.nBytes)];
+// collType already checked to be in range, bucket == SizeBuckets::index(req.nBytes).
+inline void noteSight(adapt::SightTable& t, const CollRequest& req, int bucket, CostTableView table) noexcept {
+  if (!req.costsKnown) return;
+  adapt::SightSlot& s = t.slots[req.collType][bucket];
   if (s.state.load(std::memory_order_relaxed) == adapt::SightTable::kEmpty) [[unlikely]]
     recordSight(s, req, table);
 }
@@ -302,10 +303,11 @@ ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableVi
     if (!crossBoundary(*c, seq)) return ncclInternalError;  // after WIREWISE_SYNC_GIVE_UP_MS at one boundary
   if (c->mode != Mode::Apply) return ncclSuccess;
   const DecisionTable* t = c->table.load(std::memory_order_acquire);
-  if (!table.valid()) return ncclSuccess;
-  if (c->sights != nullptr) noteSight(*c->sights, req, table);
+  if (!table.valid() || req.collType < 0 || req.collType >= kNumCollTypes) return ncclSuccess;
+  const int bucket = SizeBuckets::index(req.nBytes);  // once, for the sights and the table
+  if (c->sights != nullptr) noteSight(*c->sights, req, bucket, table);
   if (t == nullptr || t->isNeutral()) return ncclSuccess;
-  Decision d = t->lookup(req.collType, req.nBytes);
+  Decision d = t->lookup(req.collType, bucket, req.nBytes);
   if (d.keepsNccl()) return ncclSuccess;
   if (!req.costsKnown && (d.algo == kAny) != (d.proto == kAny)) return ncclSuccess;
   if (applyDecision(d, table, nChannels))

@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   double clientCpu0 = threadCpuMs(clientThread.native_handle());
   uint64_t boundary = 64;
   for (int k = 0; k < rounds; ++k) {
-    for (auto& m : ms) (void)m->tryTake(static_cast<uint64_t>(k));
+    for (auto& m : ms) (void)m->tryTake(static_cast<uint64_t>(k), boundary);
     auto t0 = Clock::now();
     for (auto& m : ms) {
       m->passedSeq.store(boundary, std::memory_order_relaxed);
