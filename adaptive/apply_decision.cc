@@ -29,9 +29,12 @@ bool pickEntry(const Decision& d, const CostTableView& t, int* algo, int* proto)
   const int n = fixAlgo ? np : t.numAlgo();
   const int stride = fixAlgo ? 1 : np;
   const float* v = fixAlgo ? cells + fixed * np : cells + fixed;
+  // Eligible and cheaper in one test: the running minimum starts at NCCL's exclusion mark.
   int best = -1;
+  float bestCost = CostTableView::kExcluded;
   for (int i = 0; i < n; ++i) {
-    if (eligible(v[i * stride]) && (best < 0 || v[i * stride] < v[best * stride])) best = i;
+    const float c = v[i * stride];
+    if (c >= 0.0f && c < bestCost) best = i, bestCost = c;
   }
   if (best < 0) return false;
   *algo = fixAlgo ? fixed : best;

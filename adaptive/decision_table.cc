@@ -100,9 +100,9 @@ std::shared_ptr<const DecisionTable> DecisionTable::neutral() {
   return kNeutral;
 }
 
-Decision DecisionTable::lookup(int collType, uint64_t nBytes) const noexcept {
+Decision DecisionTable::lookup(int collType, int bucket, uint64_t nBytes) const noexcept {
   if (collType < 0 || collType >= kNumCollTypes) return Decision{};
-  const Cell& cell = cells_[collType][SizeBuckets::index(nBytes)];
+  const Cell& cell = cells_[collType][bucket];
   if (cell.splitCount == 0) return cell.decision;
   const Split* first = splits_.data() + cell.splitBegin;
   const Split* last = first + cell.splitCount;  // pieces cover the bucket: the answer is in [first, last)

@@ -33,7 +33,12 @@ class DecisionTable {
 
   // Hot path: no allocation, no locks; bounded work (one bucket index, then at most a binary search over
   // the few sub-ranges of a cut bucket). collType outside 0..4: Decision{} (keep NCCL's choice).
-  Decision lookup(int collType, uint64_t nBytes) const noexcept;
+  Decision lookup(int collType, uint64_t nBytes) const noexcept {
+    return lookup(collType, SizeBuckets::index(nBytes), nBytes);
+  }
+  // The same with the bucket already known (bucket == SizeBuckets::index(nBytes)): getCollInfo computes it
+  // once for the table and for the cost-table sights.
+  Decision lookup(int collType, int bucket, uint64_t nBytes) const noexcept;
 
   // Maximal ranges with one decision each, in order, per collective: what the log and the CLI show.
   // Adjacent equal decisions are merged and keepsNccl() stretches are left out. Sorted by (coll, minBytes).

@@ -10,24 +10,13 @@ max=${3:-250}
 n1=1
 n2=100001
 
-if ! command -v valgrind >/dev/null 2>&1; then
-  echo "valgrind not found: skipping the callgrind instruction count"
-  exit 77
-fi
-
+# shellcheck source=bench/callgrind_lib.sh
+. "$(dirname "$0")/callgrind_lib.sh"
+callgrind_require
 work=$(mktemp -d "${TMPDIR:-/tmp}/ww_callgrind.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# Total Ir of the main thread (the plugin's background thread is counted separately and ignored).
-ir() {
-  out="$work/$1-$2.out"
-  valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" \
-    "$driver" "$library" "$1" "$2" >/dev/null 2>"$work/valgrind.log" || {
-    cat "$work/valgrind.log" >&2
-    exit 1
-  }
-  sed -n 's/^totals: *\([0-9]*\).*/\1/p; s/^summary: *\([0-9]*\).*/\1/p' "$out-01" | head -n 1
-}
+ir() { callgrind_ir "$work/$1-$2.out" "$driver" "$library" "$1" "$2"; }
 
 call1=$(ir call $n1)
 call2=$(ir call $n2)
@@ -41,4 +30,4 @@ result=$(awk -v a="$call1" -v b="$call2" -v c="$copy1" -v d="$copy2" -v n=$((n2 
   if (per > max) { printf "FAIL: above %d instructions per call\n", max; exit 1 }
 }') && status=0 || status=$?
 echo "$result"
-exit $status
+exit "$status"

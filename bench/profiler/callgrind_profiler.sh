@@ -15,24 +15,13 @@ max=${4:-1000}
 n1=2000
 n2=102000
 
-if ! command -v valgrind >/dev/null 2>&1; then
-  echo "valgrind not found: skipping the callgrind instruction count"
-  exit 77
-fi
-
+# shellcheck source=bench/callgrind_lib.sh
+. "$(dirname "$0")/../callgrind_lib.sh"
+callgrind_require
 work=$(mktemp -d "${TMPDIR:-/tmp}/ww_callgrind_prof.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# Total Ir of the main thread (the plugin's drain thread is counted separately and ignored).
-ir() {
-  out="$work/$1-$2-$3.out"
-  valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" \
-    "$driver" "$library" "$1" "$2" "$3" >/dev/null 2>"$work/valgrind.log" || {
-    cat "$work/valgrind.log" >&2
-    exit 1
-  }
-  sed -n 's/^totals: *\([0-9]*\).*/\1/p; s/^summary: *\([0-9]*\).*/\1/p' "$out-01" | head -n 1
-}
+ir() { callgrind_ir "$work/$1-$2-$3.out" "$driver" "$library" "$1" "$2" "$3"; }
 
 status=0
 for case in pair missing; do

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "bench/profiler/coll_descr.h"
 #include "common/nccl/profiler.h"
 #include "common/settings.h"
 
@@ -43,15 +44,7 @@ void quietLogger(ncclDebugLogLevel, unsigned long, const char*, int, const char*
 __attribute__((noinline)) long run(const ncclProfiler_v5_t* prof, void* ctx, uint8_t nChannels, long n) {
   // Hide which table this is, so the do-nothing calls stay indirect calls like the plugin's.
   asm volatile("" : "+r"(prof));
-  ncclProfilerEventDescr_v5_t c{};
-  c.type = ncclProfileColl;
-  c.coll.func = "AllReduce";
-  c.coll.count = 1 << 18;
-  c.coll.datatype = "ncclBfloat16";
-  c.coll.nChannels = nChannels;
-  c.coll.nWarps = 16;
-  c.coll.algo = "RING";
-  c.coll.proto = "SIMPLE";
+  ncclProfilerEventDescr_v5_t c = wirewise::bench::collDescr(nChannels);
   ncclProfilerEventDescr_v5_t k{};
   k.type = ncclProfileKernelCh;
   ncclProfilerEventStateArgs_v5_t a{};

@@ -11,6 +11,7 @@
 
 #include "bench/alloc_counter.h"
 #include "common/settings.h"
+#include "bench/profiler/coll_descr.h"
 #include "common/nccl/profiler.h"
 
 namespace wirewise::bench {
@@ -25,18 +26,6 @@ void report(benchmark::State& state, int eventsPerIteration, uint64_t allocs) {
   state.counters["ns_per_event"] =
       benchmark::Counter(events, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["allocs_per_event"] = benchmark::Counter(static_cast<double>(allocs) / events);
-}
-
-ncclProfilerEventDescr_v5_t collDescr(uint8_t nChannels) {
-  ncclProfilerEventDescr_v5_t d{};
-  d.type = ncclProfileColl;
-  d.coll.func = "AllReduce";
-  d.coll.count = 1 << 18;
-  d.coll.datatype = "ncclBfloat16";
-  d.coll.nChannels = nChannels;
-  d.coll.algo = "RING";
-  d.coll.proto = "SIMPLE";
-  return d;
 }
 
 void* startOp(void* parent, int peer, bool isSend) {
