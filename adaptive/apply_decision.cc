@@ -9,14 +9,11 @@ namespace {
 // Any value > 0 keeps a tied entry enabled while making the forced 0.0 the strict minimum.
 constexpr float kTieRaise = 1e-3f;
 
-// NCCL's eligibility test, inlined on the flat array (the hot path runs this up to 7 times).
-inline bool eligible(float v) { return v >= 0.0f && v < CostTableView::kExcluded; }
-
 bool pickEntry(const Decision& d, const CostTableView& t, int* algo, int* proto) {
   const float* cells = t.data();
   const int np = t.numProto();
   if (d.algo != kAny && d.proto != kAny) {
-    if (!t.inRange(d.algo, d.proto) || !eligible(cells[d.algo * np + d.proto])) return false;
+    if (!t.enabled(d.algo, d.proto)) return false;
     *algo = d.algo;
     *proto = d.proto;
     return true;
@@ -29,12 +26,16 @@ bool pickEntry(const Decision& d, const CostTableView& t, int* algo, int* proto)
   const int n = fixAlgo ? np : t.numAlgo();
   const int stride = fixAlgo ? 1 : np;
   const float* v = fixAlgo ? cells + fixed * np : cells + fixed;
-  // Eligible and cheaper in one test: the running minimum starts at NCCL's exclusion mark.
+  // NCCL's eligibility (>= 0, < kExcluded) and "cheaper" in one test: the running minimum starts at the
+  // exclusion mark.
   int best = -1;
   float bestCost = CostTableView::kExcluded;
   for (int i = 0; i < n; ++i) {
     const float c = v[i * stride];
-    if (c >= 0.0f && c < bestCost) best = i, bestCost = c;
+    if (c >= 0.0f && c < bestCost) {
+      best = i;
+      bestCost = c;
+    }
   }
   if (best < 0) return false;
   *algo = fixAlgo ? fixed : best;

@@ -34,9 +34,9 @@ inline ncclResult_t legacyTunerInit(int version, size_t nRanks, size_t nNodes, n
 // v3..v5 getCollInfo: collCostTable is a flat float[numAlgo][numProto] that NCCL casts to float**.
 // Flattened: the core's hot path is inlined here (its rare paths are noinline), which saves the call,
 // the request's trip through memory and a second prologue on every collective.
-__attribute__((flatten)) inline ncclResult_t costTableGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int numPipeOps,
-                                         float** collCostTable, int numAlgo, int numProto, int regBuff,
-                                         int* nChannels) {
+__attribute__((flatten)) inline ncclResult_t costTableGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
+                                                                  int numPipeOps, float** collCostTable, int numAlgo,
+                                                                  int numProto, int regBuff, int* nChannels) {
   CostTableView table(reinterpret_cast<float*>(collCostTable), numAlgo, numProto);
   return tunerGetCollInfo(context, {static_cast<int>(collType), nBytes, numPipeOps, regBuff, true}, table, nChannels);
 }
