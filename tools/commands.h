@@ -14,5 +14,8 @@ void addProbeCommand(CLI::App& app);     // probe_cmd.cc
 void addSimulateCommand(CLI::App& app);  // simulate_cmd.cc (the simulator's)
 void addScenarioCommand(CLI::App& app);  // scenario_cmd.cc (the simulator's scenario generator)
 #endif
+#ifdef WW_HAVE_ADVISE
+void addAdviseCommand(CLI::App& app);  // advise_cmd.cc (the strategy advisor)
+#endif
 
 }  // namespace wirewise::tools

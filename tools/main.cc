@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   wirewise::tools::addSimulateCommand(app);
   wirewise::tools::addScenarioCommand(app);
 #endif
+#ifdef WW_HAVE_ADVISE
+  wirewise::tools::addAdviseCommand(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
