@@ -1,6 +1,6 @@
 // wirewise's JSON format (docs/config-format.md):
 //   {"version": 1, "rules": [{"coll": "allreduce", "min_bytes": 0, "max_bytes": 65536, "algo": "tree",
-//                             "proto": "ll", "channels": 0, "nodes": -1, "ranks": -1}, ...]}
+//                             "proto": "ll", "channels": 0, "chunk_bytes": 0, "nodes": -1, "ranks": -1}, ...]}
 // Every key but "coll" is optional. A rule with any problem (unknown key, wrong type, bad value) is
 // reported and skipped; the rest of the file still counts.
 #include <nlohmann/json.hpp>
@@ -15,7 +15,8 @@ namespace {
 using config_detail::quote;
 using Json = nlohmann::json;
 
-constexpr const char* kRuleKeys[] = {"coll", "min_bytes", "max_bytes", "algo", "proto", "channels", "nodes", "ranks"};
+constexpr const char* kRuleKeys[] = {"coll",     "min_bytes",   "max_bytes", "algo", "proto",
+                                     "channels", "chunk_bytes", "nodes",     "ranks"};
 
 int lineOfOffset(std::string_view text, size_t offset) {
   offset = std::min(offset, text.size());
@@ -60,7 +61,7 @@ std::optional<ConfigRule> parseRule(const Json& r, int line, std::string* why) {
     for (const char* key : kRuleKeys) known = known || k == key;
     if (!known) {
       return *why = "unknown key " + quote(k) +
-                    " (coll, min_bytes, max_bytes, algo, proto, channels, nodes, ranks)", std::nullopt;
+                    " (coll, min_bytes, max_bytes, algo, proto, channels, chunk_bytes, nodes, ranks)", std::nullopt;
     }
   }
   if (!r.contains("coll")) return *why = "missing \"coll\" (a collective name or \"any\")", std::nullopt;
@@ -97,6 +98,11 @@ std::optional<ConfigRule> parseRule(const Json& r, int line, std::string* why) {
     auto v = getInt(r["channels"], "channels", -1, kMaxChannels, true, why);
     if (!v) return std::nullopt;
     out.rule.decision.nChannels = static_cast<int8_t>(*v == -1 ? 0 : *v);
+  }
+  if (r.contains("chunk_bytes")) {  // 0: NCCL's; below the protocol's grain, getChunkSize keeps NCCL's too
+    auto v = getInt(r["chunk_bytes"], "chunk_bytes", 0, kMaxChunkBytes, true, why);
+    if (!v) return std::nullopt;
+    out.rule.decision.chunkBytes = static_cast<uint32_t>(*v);
   }
   for (auto [key, dst] : {std::pair{"nodes", &out.nNodes}, std::pair{"ranks", &out.nRanks}}) {
     if (!r.contains(key)) continue;

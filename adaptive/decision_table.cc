@@ -34,6 +34,8 @@ std::shared_ptr<const DecisionTable> DecisionTable::build(std::span<const TableR
     fnv(h, static_cast<uint8_t>(r.decision.algo), 1);
     fnv(h, static_cast<uint8_t>(r.decision.proto), 1);
     fnv(h, static_cast<uint8_t>(r.decision.nChannels), 1);
+    // Only when set, so that every table without chunk sizes keeps the digest it had before they existed.
+    if (r.decision.chunkBytes != 0) fnv(h, r.decision.chunkBytes, 4);
   }
   t->digest_ = h;
   t->neutral_ = rs.empty();

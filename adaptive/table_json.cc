@@ -12,6 +12,7 @@ logev::Range logRange(const TableRule& r) {
   out.algo = std::string(algoName(r.decision.algo));
   out.proto = std::string(protoName(r.decision.proto));
   out.channels = r.decision.nChannels;
+  if (r.decision.chunkBytes != 0) out.chunkBytes = r.decision.chunkBytes;
   return out;
 }
 

@@ -24,12 +24,27 @@ inline constexpr int kAny = -1;  // "not constrained": keep NCCL's choice for th
 // NCCL's MAXCHANNELS. nChannels travels in a signed 8-bit bitfield inside NCCL, so never exceed this.
 inline constexpr int kMaxChannels = 64;
 
-// What one table cell asks NCCL to run. algo/proto kAny mean "keep NCCL's"; nChannels 0 means "keep NCCL's".
+// The largest chunk a table may ask for. NCCL clamps an answer to its buffer's step (at most a few MiB) and
+// casts it to int; 1 GiB keeps every value far inside both.
+inline constexpr uint32_t kMaxChunkBytes = 1u << 30;
+
+// NCCL's ncclProtoGrainSize (device.h): the unit NCCL rounds a chunk size down to. LL128's is 32 threads x 8
+// elements per thread / 16 per line x 15 data elements x 8 bytes.
+constexpr uint32_t protoGrainBytes(int proto) {
+  return proto == kProtoLL ? 16u : proto == kProtoLL128 ? 1920u : proto == kProtoSimple ? 512u : 0u;
+}
+
+// What one table cell asks NCCL to run. algo/proto kAny mean "keep NCCL's"; nChannels 0 and chunkBytes 0
+// mean "keep NCCL's". chunkBytes is the pipelining grain NCCL 2.30+ asks tuner v6+ for (getChunkSize):
+// older NCCL never asks, and then only the rest of the decision applies.
 struct Decision {
   int8_t algo = kAny;
   int8_t proto = kAny;
   int8_t nChannels = 0;
-  bool keepsNccl() const { return algo == kAny && proto == kAny && nChannels == 0; }
+  uint32_t chunkBytes = 0;
+  bool keepsNccl() const { return keepsCostTable() && chunkBytes == 0; }
+  // Nothing for getCollInfo to do (a chunk size alone is getChunkSize's).
+  bool keepsCostTable() const { return algo == kAny && proto == kAny && nChannels == 0; }
   friend bool operator==(const Decision&, const Decision&) = default;
 };
 

@@ -206,6 +206,7 @@ struct Range {
   std::string coll, algo, proto;
   uint64_t minBytes = 0, maxBytes = 0;
   int64_t channels = 0;
+  std::optional<uint64_t> chunkBytes = std::nullopt;  // only when the range sets one (tuner v6+)
   bool operator==(const Range&) const = default;
   template <class S, class V>
   static void visit(S& s, V& v) {
@@ -215,6 +216,7 @@ struct Range {
     v("algo", s.algo);
     v("proto", s.proto);
     v("channels", s.channels);
+    v("chunk_bytes", s.chunkBytes);
   }
 };
 WW_LOG_RECORD(Range)
@@ -512,6 +514,7 @@ struct CommFinalize {
   std::optional<uint64_t> waitedUs;  // tuner face with agreement: time getCollInfo waited for verdicts
   std::optional<int64_t> rank;       // profiler face
   std::optional<uint64_t> samples;   // profiler face
+  std::optional<uint64_t> ceCollectives;  // profiler face v6+: collectives on copy engines (counted, not timed)
   template <class S, class V>
   static void visit(S& s, V& v) {
     v("comm", s.comm);
@@ -523,6 +526,7 @@ struct CommFinalize {
     v("waited_us", s.waitedUs);
     v("rank", s.rank);
     v("samples", s.samples);
+    v("ce_collectives", s.ceCollectives);
   }
 };
 WW_LOG_RECORD(CommFinalize)

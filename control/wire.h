@@ -50,12 +50,13 @@
 
 namespace wirewise::control {
 
+// 5: a table rule carries a chunk size (u32 bytes, 0 = NCCL's; tuner v6's getChunkSize).
 // 4: production mode proposes boundary B0 (Propose) and each member answers (Answer) before anyone waits.
 // 3: one byte order (big-endian) for the frame and every field. 2: reports carry per-channel slow-channel
 // summaries and link notes carry RTTs. A peer of another version is refused with BadVersion (logged),
 // never misread: every version keeps the length (big-endian) and the version byte where they are.
-inline constexpr uint8_t kWireVersion = 4;
-inline constexpr size_t kMaxFrameBytes = 64 * 1024;  // a verdict of 2,000 rules still fits
+inline constexpr uint8_t kWireVersion = 5;
+inline constexpr size_t kMaxFrameBytes = 64 * 1024;  // a verdict of 2,000 rules (24 bytes each) still fits
 inline constexpr size_t kNonceBytes = 16;
 inline constexpr size_t kMacBytes = 32;
 inline constexpr size_t kHeaderBytes = 1 + 1 + 8;  // version, type, counter
@@ -221,7 +222,8 @@ void tableRuleFields(V& v, R& t) {
   v.i8(t.decision.algo, kAny, kNumAlgos - 1);
   v.i8(t.decision.proto, kAny, kNumProtos - 1);
   v.i8(t.decision.nChannels, 0, kMaxChannels);
-  v.require(t.minBytes <= t.maxBytes);
+  v.u32(t.decision.chunkBytes);
+  v.require(t.minBytes <= t.maxBytes && t.decision.chunkBytes <= kMaxChunkBytes);
 }
 
 struct Hello {

@@ -89,6 +89,10 @@ ncclResult_t getProperties(int dev, Props* props) {
     props->maxCollBytes = p.maxCollBytes;
   }
   if constexpr (requires { props->maxMultiRequestSize; }) props->maxMultiRequestSize = 1;
+  if constexpr (requires { props->railId; }) {  // v12
+    props->railId = static_cast<int16_t>(p.railId);
+    props->planeId = -1;  // no planes: NCCL's "undefined"
+  }
   return ncclSuccess;
 }
 

@@ -164,6 +164,7 @@ Status getProperties(int dev, DeviceProps* props) {
   props->ptrSupport = kPtrHost;
   props->maxP2pBytes = kMaxMessageBytes;
   props->maxCollBytes = 512ull << 20;  // MAX_COLLNET_SIZE
+  props->railId = d.rails.size() == 1 ? dev : -1;
   return Status::kOk;
 }
 

@@ -54,6 +54,9 @@ struct DeviceProps {
   int ptrSupport = kPtrHost;
   size_t maxP2pBytes = 0;
   size_t maxCollBytes = 0;
+  // Net v12's railId: a one-interface device is rail `dev` (interfaces are found in the same order on every
+  // host); a device striped over several interfaces belongs to no one rail (-1, NCCL's "undefined").
+  int railId = -1;
 };
 
 // Per-rail accounting of one send comm: bytes assigned (headers included), chunks, the time the rail had

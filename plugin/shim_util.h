@@ -13,7 +13,7 @@ namespace wirewise::shim {
 // Our version-independent constants are NCCL's values (telemetry/prof_event.h cannot include NCCL's ABI).
 static_assert(kEvColl == ncclProfileColl && kEvKernelCh == ncclProfileKernelCh && kEvProxyOp == ncclProfileProxyOp &&
               kEvProxyStep == ncclProfileProxyStep && kEvNetPlugin == ncclProfileNetPlugin &&
-              kEvKernelLaunch == ncclProfileKernelLaunch);
+              kEvKernelLaunch == ncclProfileKernelLaunch && kEvCeColl == ncclProfileCeColl);
 static_assert(kStateSendGpuWait == ncclProfilerProxyStepSendGPUWait &&
               kStateSendWait == ncclProfilerProxyStepSendWait && kStateRecvWait == ncclProfilerProxyStepRecvWait &&
               kStateRecvFlushWait == ncclProfilerProxyStepRecvFlushWait &&
@@ -31,7 +31,32 @@ inline ncclResult_t legacyTunerInit(int version, size_t nRanks, size_t nNodes, n
   return tunerInit(args, context);
 }
 
-// v3..v5 getCollInfo: collCostTable is a flat float[numAlgo][numProto] that NCCL casts to float**.
+// v5..v7 init: commId and NVLink domains (v6's and v7's domain info is v5's type). The constants are NCCL's
+// own stand; we leave them as they are.
+inline ncclResult_t nvlDomainTunerInit(int version, void** context, uint64_t commId, size_t nRanks, size_t nNodes,
+                                       ncclDebugLogger_t log, const ncclNvlDomainInfo_v5_t* nvlDomainInfo) {
+  TunerInitArgs args;
+  args.abiVersion = version;
+  args.hasCommId = true;
+  args.commId = commId;
+  args.nRanks = nRanks;
+  args.nNodes = nNodes;
+  args.logger = log;
+  if (nvlDomainInfo != nullptr) {
+    args.nNvlDomains = nvlDomainInfo->nNvlDomains;
+    args.minRanksPerNvlDomain = nvlDomainInfo->minRanksPerNvlDomain;
+    args.maxRanksPerNvlDomain = nvlDomainInfo->maxRanksPerNvlDomain;
+  }
+  return tunerInit(args, context);
+}
+
+// v6 and v7 getChunkSize.
+inline ncclResult_t getChunkSize(void* context, ncclFunc_t collType, size_t nBytes, int algo, int proto,
+                                 int nChannels, size_t* chunkSize) {
+  return tunerGetChunkSize(context, {static_cast<int>(collType), nBytes, algo, proto, nChannels}, chunkSize);
+}
+
+// v3..v7 getCollInfo: collCostTable is a flat float[numAlgo][numProto] that NCCL casts to float**.
 // Flattened: the core's hot path is inlined here (its rare paths are noinline), which saves the call,
 // the request's trip through memory and a second prologue on every collective.
 __attribute__((flatten)) inline ncclResult_t costTableGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
@@ -41,7 +66,7 @@ __attribute__((flatten)) inline ncclResult_t costTableGetCollInfo(void* context,
   return tunerGetCollInfo(context, {static_cast<int>(collType), nBytes, numPipeOps, regBuff, true}, table, nChannels);
 }
 
-// v4 and v5 profiler init take the same values in a different order.
+// v4, v5 and v6 profiler init take the same values (v4 in a different order).
 inline ncclResult_t profilerInitShim(int version, void** context, uint64_t commId, int* eActivationMask,
                                      const char* commName, int nNodes, int nRanks, int rank, ncclDebugLogger_t log) {
   ProfilerInitArgs args;
@@ -83,8 +108,16 @@ ProfEvent toProfEvent(const Descr& d) {
   } else if (d.type == ncclProfileProxyStep) {
     ev.step = d.proxyStep.step;
   }
-  if constexpr (requires { d.kernelLaunch.stream; }) {  // v5 descriptors only
+  if constexpr (requires { d.kernelLaunch.stream; }) {  // v5 and v6 descriptors
     if (d.type == ncclProfileKernelLaunch) ev.stream = d.kernelLaunch.stream;
+  }
+  if constexpr (requires { d.ceColl.ceSeqNum; }) {  // v6 descriptors
+    if (d.type == ncclProfileCeColl) {
+      ev.seqNumber = d.ceColl.seqNumber;
+      ev.func = d.ceColl.func;
+      ev.count = d.ceColl.count;
+      ev.datatype = d.ceColl.datatype;
+    }
   }
   return ev;
 }

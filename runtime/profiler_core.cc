@@ -36,6 +36,10 @@ struct CommProfiler {
   EventSink events;
   std::unique_ptr<ProxySink> proxy;
   CommLaunchRecorder launches;  // KernelLaunch for the CUPTI collector; inert (null ring) unless it matches
+  // Collectives NCCL ran on copy engines (v6 CeColl). Counted, never sampled: NCCL starts and stops the event
+  // on the host around the copies' launch, so its times are not the collective's.
+  std::atomic<uint64_t> ceColls{0};
+  bool ceFace = false;  // v6 and later: the count is logged
 };
 
 uint64_t nowNs() noexcept {
@@ -48,8 +52,9 @@ bool isProxyHandle(const SlotHead* h) { return (h->type & (kEvProxyOp | kEvProxy
 
 }  // namespace
 
-uint64_t profilerActivationMask(bool netPaths, bool kernelLaunch) noexcept {
-  return kEvColl | kEvKernelCh | (netPaths ? kEvProxyOp | kEvProxyStep : 0) | (kernelLaunch ? kEvKernelLaunch : 0);
+uint64_t profilerActivationMask(bool netPaths, bool kernelLaunch, bool ceColls) noexcept {
+  return kEvColl | kEvKernelCh | (netPaths ? kEvProxyOp | kEvProxyStep : 0) | (kernelLaunch ? kEvKernelLaunch : 0) |
+         (ceColls ? kEvCeColl : 0);
 }
 
 ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept {
@@ -68,10 +73,11 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
     LaunchRing* launchRing = args.abiVersion >= 5 ? rt->launchRing() : nullptr;
     auto comm = std::make_unique<CommProfiler>(args, static_cast<size_t>(rt->settings().eventPool), netPaths,
                                                launchRing);
+    comm->ceFace = args.abiVersion >= 6;
     // The mask is one process-global int that NCCL reads on every event; every comm wants the same
     // value (settings are read once per process), so it is written only when it differs (in practice
     // by the first init), never cleared. Only what we consume: NCCL does not pay for events we drop.
-    const int want = static_cast<int>(profilerActivationMask(netPaths, launchRing != nullptr));
+    const int want = static_cast<int>(profilerActivationMask(netPaths, launchRing != nullptr, comm->ceFace));
     if (args.activationMask != nullptr && __atomic_load_n(args.activationMask, __ATOMIC_RELAXED) != want)
       __atomic_store_n(args.activationMask, want, __ATOMIC_RELAXED);
     rt->event(logev::CommInit{.comm = hexId(args.commId),
@@ -102,6 +108,11 @@ void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept {
   if (ev.type == kEvKernelLaunch) {
     // Recorded, never tracked: a null handle means NCCL never calls stopEvent for it.
     if (auto* comm = static_cast<CommProfiler*>(context)) comm->launches.onKernelLaunch(ev.stream);
+    return nullptr;
+  }
+  if (ev.type == kEvCeColl) {
+    // A null handle: NCCL then starts none of its CeSync/CeBatch children and never calls stopEvent.
+    if (auto* comm = static_cast<CommProfiler*>(context)) comm->ceColls.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   if (ev.type == kEvProxyOp || ev.type == kEvProxyStep || ev.type == kEvNetPlugin) {
@@ -148,6 +159,7 @@ ncclResult_t profilerFinalize(void* context) noexcept {
     ev.collectives = c.collsStarted;
     ev.rank = comm->events.rank();
     ev.samples = c.samplesEmitted;
+    if (comm->ceFace) ev.ceCollectives = comm->ceColls.load(std::memory_order_relaxed);
     rt->event(ev);
   } catch (...) {
   }

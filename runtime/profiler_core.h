@@ -26,8 +26,9 @@ struct ProfilerInitArgs {
 
 // The event types wirewise asks NCCL for: Coll and KernelCh always, ProxyOp and ProxyStep when
 // network-path telemetry is on (WIREWISE_NET_PATHS; docs/telemetry.md "Profiler events"), KernelLaunch
-// (v5) when the CUPTI collector matches kernel records to communicators (WIREWISE_CUPTI).
-uint64_t profilerActivationMask(bool netPaths, bool kernelLaunch = false) noexcept;
+// (v5) when the CUPTI collector matches kernel records to communicators (WIREWISE_CUPTI), CeColl (v6) to
+// count the collectives NCCL runs on copy engines, which no KernelCh event times.
+uint64_t profilerActivationMask(bool netPaths, bool kernelLaunch = false, bool ceColls = false) noexcept;
 
 ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept;
 // Returns our handle, or null for "not tracked" (unwanted type, null context, pool exhausted, PXN).

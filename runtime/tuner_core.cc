@@ -308,12 +308,29 @@ ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableVi
   if (c->sights != nullptr) noteSight(*c->sights, req, bucket, table);
   if (t == nullptr || t->isNeutral()) return ncclSuccess;
   Decision d = t->lookup(req.collType, bucket, req.nBytes);
-  if (d.keepsNccl()) return ncclSuccess;
+  if (d.keepsCostTable()) return ncclSuccess;
   if (!req.costsKnown && (d.algo == kAny) != (d.proto == kAny)) return ncclSuccess;
   if (applyDecision(d, table, nChannels))
     c->applied.fetch_add(1, std::memory_order_relaxed);
   else
     c->kept.fetch_add(1, std::memory_order_relaxed);
+  return ncclSuccess;
+}
+
+ncclResult_t tunerGetChunkSize(void* context, const ChunkRequest& req, size_t* chunkSize) noexcept {
+  auto* c = static_cast<TunerComm*>(context);
+  if (c == nullptr || chunkSize == nullptr || c->mode != Mode::Apply) return ncclSuccess;
+  if (req.collType < 0 || req.collType >= kNumCollTypes) return ncclSuccess;
+  // The table getCollInfo last switched to: tables change only inside getCollInfo, at boundaries of the
+  // comm's collective sequence, so every rank reads the same one here.
+  const DecisionTable* t = c->table.load(std::memory_order_acquire);
+  if (t == nullptr || t->isNeutral()) return ncclSuccess;
+  const Decision d = t->lookup(req.collType, req.nBytes);
+  if (d.chunkBytes == 0) return ncclSuccess;
+  if ((d.algo != kAny && d.algo != req.algo) || (d.proto != kAny && d.proto != req.proto)) return ncclSuccess;
+  const uint32_t grain = protoGrainBytes(req.proto);
+  if (grain == 0 || d.chunkBytes < grain) return ncclSuccess;
+  *chunkSize = d.chunkBytes / grain * grain;
   return ncclSuccess;
 }
 

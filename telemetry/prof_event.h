@@ -1,5 +1,5 @@
 // A profiler event as wirewise sees it: the few descriptor fields it uses, independent of the NCCL
-// profiler interface version. The plugin's profiler_v4/v5 shims fill it from NCCL's descriptor.
+// profiler interface version. The plugin's profiler_v4/v5/v6 shims fill it from NCCL's descriptor.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +13,8 @@ inline constexpr uint64_t kEvProxyOp = 1u << 3;
 inline constexpr uint64_t kEvProxyStep = 1u << 4;
 inline constexpr uint64_t kEvKernelCh = 1u << 6;
 inline constexpr uint64_t kEvNetPlugin = 1u << 7;
-inline constexpr uint64_t kEvKernelLaunch = 1u << 11;  // v5 only
+inline constexpr uint64_t kEvKernelLaunch = 1u << 11;  // v5 and later
+inline constexpr uint64_t kEvCeColl = 1u << 12;         // v6 and later: a collective run on copy engines
 // NCCL's ncclProfilerEventState_t values that wirewise reads (same in v4 and v5; static_asserts in
 // plugin/shim_util.h check them against common/nccl/profiler.h).
 inline constexpr int kStateSendGpuWait = 8;    // ProxyStep: waiting for the local GPU to produce data
@@ -29,7 +30,7 @@ struct ProfEvent {
   uint64_t type = 0;        // one ncclProfile* bit
   void* parent = nullptr;   // a handle we returned earlier, or null
   int rank = -1;
-  // type == ncclProfileColl
+  // type == ncclProfileColl (seqNumber, func, count and datatype also for CeColl)
   uint64_t seqNumber = 0;
   const char* func = nullptr;      // NCCL's static strings, e.g. "AllReduce"
   size_t count = 0;                // elements

@@ -235,7 +235,78 @@ typedef struct {
   ncclResult_t (*setNetAttr)(void* ctx, ncclNetAttr_v11_t* netAttr);
 } ncclNet_v11_t;
 
+// v12 (NCCL 2.30.3+): the same members and signatures as v11; a NIC may have 8 virtual devices, and the
+// properties end with the netdev's rail and plane (-1: undefined, what NCCL gives v11 plugins).
+#define NCCL_NET_MAX_DEVS_PER_NIC_V12 8
+typedef struct {
+  int ndevs;
+  int devs[NCCL_NET_MAX_DEVS_PER_NIC_V12];
+} ncclNetVDeviceProps_v12_t;
+typedef ncclNetCommConfig_v11_t ncclNetCommConfig_v12_t;
+typedef ncclNetDeviceHandle_v11_t ncclNetDeviceHandle_v12_t;
+typedef ncclNetAttr_v11_t ncclNetAttr_v12_t;
+
+typedef struct {
+  char* name;
+  char* pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int regIsGlobal;
+  int forceFlush;
+  int speed;
+  int port;
+  float latency;
+  int maxComms;
+  int maxRecvs;
+  ncclNetDeviceType netDeviceType;
+  int netDeviceVersion;
+  ncclNetVDeviceProps_v12_t vProps;
+  size_t maxP2pBytes;
+  size_t maxCollBytes;
+  int maxMultiRequestSize;
+  int16_t railId;
+  int16_t planeId;
+} ncclNetProperties_v12_t;
+
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(void** ctx, uint64_t commId, ncclNetCommConfig_v12_t* config, ncclDebugLogger_t logFunction,
+                       ncclProfilerCallback_t profFunction);
+  ncclResult_t (*devices)(int* ndev);
+  ncclResult_t (*getProperties)(int dev, ncclNetProperties_v12_t* props);
+  ncclResult_t (*listen)(void* ctx, int dev, void* handle, void** listenComm);
+  ncclResult_t (*connect)(void* ctx, int dev, void* handle, void** sendComm, ncclNetDeviceHandle_v12_t** sendDevComm);
+  ncclResult_t (*accept)(void* listenComm, void** recvComm, ncclNetDeviceHandle_v12_t** recvDevComm);
+  ncclResult_t (*regMr)(void* comm, void* data, size_t size, int type, void** mhandle);
+  ncclResult_t (*regMrDmaBuf)(void* comm, void* data, size_t size, int type, uint64_t offset, int fd, void** mhandle);
+  ncclResult_t (*deregMr)(void* comm, void* mhandle);
+  ncclResult_t (*isend)(void* sendComm, void* data, size_t size, int tag, void* mhandle, void* phandle,
+                        void** request);
+  ncclResult_t (*irecv)(void* recvComm, int n, void** data, size_t* sizes, int* tags, void** mhandles,
+                        void** phandles, void** request);
+  ncclResult_t (*iflush)(void* recvComm, int n, void** data, int* sizes, void** mhandles, void** request);
+  ncclResult_t (*test)(void* request, int* done, int* sizes);
+  ncclResult_t (*closeSend)(void* sendComm);
+  ncclResult_t (*closeRecv)(void* recvComm);
+  ncclResult_t (*closeListen)(void* listenComm);
+  ncclResult_t (*getDeviceMr)(void* comm, void* mhandle, void** dptr_mhandle);
+  ncclResult_t (*irecvConsumed)(void* recvComm, int n, void* request);
+  ncclResult_t (*makeVDevice)(int* d, ncclNetVDeviceProps_v12_t* props);
+  ncclResult_t (*finalize)(void* ctx);
+  ncclResult_t (*setNetAttr)(void* ctx, ncclNetAttr_v12_t* netAttr);
+} ncclNet_v12_t;
+
 }  // extern "C"
+
+// v12 from nccl-abi.md §9 (v2.30.7-1's headers).
+static_assert(sizeof(ncclNet_v12_t) == 176 && alignof(ncclNet_v12_t) == 8);
+static_assert(sizeof(ncclNetVDeviceProps_v12_t) == 36);
+static_assert(sizeof(ncclNetProperties_v12_t) == 128 && alignof(ncclNetProperties_v12_t) == 8);
+static_assert(offsetof(ncclNetProperties_v12_t, vProps) == 64 && offsetof(ncclNetProperties_v12_t, maxP2pBytes) == 104);
+static_assert(offsetof(ncclNetProperties_v12_t, maxCollBytes) == 112 &&
+              offsetof(ncclNetProperties_v12_t, maxMultiRequestSize) == 120);
+static_assert(offsetof(ncclNetProperties_v12_t, railId) == 124 && offsetof(ncclNetProperties_v12_t, planeId) == 126);
+static_assert(offsetof(ncclNet_v12_t, finalize) == 160 && offsetof(ncclNet_v12_t, setNetAttr) == 168);
 
 // Layouts measured from NCCL 2.28.9's own headers (nccl-abi.md §8, x86-64).
 static_assert(sizeof(ncclNetDeviceType) == 4, "NCCL passes ncclNetDeviceType as int");

@@ -1,8 +1,9 @@
-// A harness that loads tuner and profiler plugins the way NCCL 2.28.9 does, so tests and the simulator
-// exercise a plugin .so through the same resolution rules, symbol order, version shims and call conventions.
+// A harness that loads tuner and profiler plugins the way NCCL 2.28.9 does (and, where a release is named, the
+// way 2.29, 2.30 or 2.32 does), so tests and the simulator exercise a plugin .so through the same resolution
+// rules, symbol order, version shims and call conventions.
 //
-// Behaviour follows shared/research/nccl-abi.md §2, §3 and §4, checked against NVIDIA/nccl v2.28.9-1
-// (src/plugin/plugin_open.cc, tuner.cc, tuner/tuner_v*.cc, profiler.cc, profiler/profiler_v*.cc,
+// Behaviour follows shared/research/nccl-abi.md §2, §3, §4 and §9, checked against NVIDIA/nccl v2.28.9-1 and
+// v2.30.7-1 (src/plugin/plugin_open.cc, tuner.cc, tuner/tuner_v*.cc, profiler.cc, profiler/profiler_v*.cc,
 // enqueue.cc). No NCCL code is copied. This is test/simulation code; it is never linked into the plugin.
 #pragma once
 
@@ -19,6 +20,16 @@
 namespace wirewise::loader {
 
 enum class PluginKind { Net, Tuner, Profiler };
+
+// The NCCL release the harness plays (§9's table): which tuner and profiler versions it tries, newest first,
+// and how it converts (2.32's v7 constants, 2.30's chunk-size step, 2.29's copy-engine events). 2.32's profiler
+// v7 is not modelled: its layout is not confirmed by a tagged release, so 2.32 tries v6 first here.
+enum class NcclRelease { V2_28, V2_29, V2_30, V2_32 };
+inline constexpr NcclRelease kAllReleases[] = {NcclRelease::V2_28, NcclRelease::V2_29, NcclRelease::V2_30,
+                                               NcclRelease::V2_32};
+const char* releaseName(NcclRelease r);  // "2.28", ...
+int newestTunerVersion(NcclRelease r);     // 5, 5, 6, 7
+int newestProfilerVersion(NcclRelease r);  // 5, 6, 6, 6
 
 // "libnccl-net", "libnccl-tuner" or "libnccl-profiler".
 const char* pluginPrefix(PluginKind kind);
@@ -54,16 +65,17 @@ OpenResult openPlugin(PluginKind kind, const char* envValue, const char* netPlug
 
 class Tuner {
  public:
-  // Looks up ncclTunerPlugin_v5, _v4, _v3, _v2 in that order; the first found wins. Null (and *why set) if none.
-  // The handle must outlive the Tuner.
-  static std::unique_ptr<Tuner> load(void* handle, std::string* why);
-  // Only ncclTunerPlugin_v<version>, as an NCCL release that knows no newer one would (tests drive each version).
+  // Looks up ncclTunerPlugin_v<newest>, ..., _v2 in that order (2.28: v5 first); the first found wins. Null (and
+  // *why set) if none. The handle must outlive the Tuner.
+  static std::unique_ptr<Tuner> load(void* handle, std::string* why, NcclRelease release = NcclRelease::V2_28);
+  // Only ncclTunerPlugin_v<version> (2..7), as an NCCL release that knows no newer one would (tests drive each).
   static std::unique_ptr<Tuner> loadVersion(void* handle, int version, std::string* why);
 
   int version() const { return version_; }
   const char* name() const;
 
-  // v5 gets every argument; v2-v4 get (nRanks, nNodes, log, context) like NCCL's shims.
+  // v5 and v6 get every argument; v7 a v7 copy of the constants (the fifth compute-capability row a copy of the
+  // fourth), converted back after init; v2-v4 get (nRanks, nNodes, log, context) like NCCL's shims.
   ncclResult_t init(void** context, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t log,
                     ncclNvlDomainInfo_v5_t* nvlDomainInfo, ncclTunerConstants_v5_t* constants) const;
   // As NCCL's getAlgoInfo: *nChannels is set to 0 first; the table (filled by the caller, -1.0 = disabled) goes
@@ -71,7 +83,15 @@ class Tuner {
   // gets collNetSupport/nvlsSupport inferred from the table and its answer becomes table[algo][proto] = 0.0.
   ncclResult_t getCollInfo(void* context, ncclFunc_t coll, size_t nBytes, int numPipeOps,
                            float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], int regBuff, int* nChannels) const;
-  // v5 finalize, or v2-v4 destroy.
+  // True when NCCL would call getChunkSize: v6+ with a non-null member.
+  bool hasChunkSize() const;
+  // As NCCL 2.30's calcCollChunking after the plugin's getCollInfo: *chunk arrives as NCCL's own value
+  // (ncclChunk); the plugin may change it; NCCL clamps it to bufferMaxChunk, casts it to int and rounds it down
+  // to the protocol's grain. *chunk is what the kernel would run with (0 = NCCL would divide by zero next).
+  // Without getChunkSize, *chunk = ncclChunk rounded the same way. A plugin error is returned as is.
+  ncclResult_t chunkSize(void* context, ncclFunc_t coll, size_t nBytes, int algo, int proto, int nChannels,
+                         size_t ncclChunk, size_t bufferMaxChunk, size_t* chunk) const;
+  // v5..v7 finalize, or v2-v4 destroy.
   ncclResult_t finalize(void* context) const;
 
  private:
@@ -147,10 +167,11 @@ class TunerLibrary {
 
 class Profiler {
  public:
-  // Looks up ncclProfiler_v5 then _v4. If neither exists but _v3, _v2 or _v1 does (NCCL would use it), returns
-  // null with *why saying which version this harness does not support. The handle must outlive the Profiler.
-  static std::unique_ptr<Profiler> load(void* handle, std::string* why);
-  // Only ncclProfiler_v<version> (4 or 5), as an NCCL release that knows no newer one would.
+  // Looks up ncclProfiler_v<newest> (2.28: v5; 2.29+: v6), ..., _v4. If none exists but _v3, _v2 or _v1 does
+  // (NCCL would use it), returns null with *why saying which version this harness does not support. The
+  // handle must outlive the Profiler.
+  static std::unique_ptr<Profiler> load(void* handle, std::string* why, NcclRelease release = NcclRelease::V2_28);
+  // Only ncclProfiler_v<version> (4, 5 or 6), as an NCCL release that knows no newer one would.
   static std::unique_ptr<Profiler> loadVersion(void* handle, int version, std::string* why);
 
   int version() const { return version_; }
@@ -163,8 +184,12 @@ class Profiler {
   // shim does: v5-only types are dropped without calling the plugin, type is narrowed to uint8_t, Coll/P2p
   // parentObj becomes coll/p2p.parentGroup, and p2p.nChannels is not carried (NCCL leaves it unset; here 0).
   ncclResult_t startEvent(void* context, void** handle, ncclProfilerEventDescr_v5_t* descr) const;
+  // The same from a 2.29+ NCCL's v6 descriptor: as is for v6; for v5 and v4 the copy-engine types are dropped
+  // without calling the plugin (NCCL's v5 shim), the rest converted as above.
+  ncclResult_t startEvent(void* context, void** handle, ncclProfilerEventDescr_v6_t* descr) const;
   ncclResult_t stopEvent(void* handle) const;
-  // For v4, states NCCL's shim does not forward (v5-only ones, the deprecated ProxyOp 0..7) are dropped.
+  // For v4, states NCCL's shim does not forward (v5-only ones, the deprecated ProxyOp 0..7) are dropped; for v4
+  // and v5, the copy-engine states (25..30) are too.
   ncclResult_t recordEventState(void* handle, ncclProfilerEventState_t state,
                                 ncclProfilerEventStateArgs_v5_t* args) const;
   ncclResult_t finalize(void* context) const;

@@ -1,12 +1,23 @@
-// The profiler version shims of NCCL 2.28.9 (src/plugin/profiler/profiler_v{4,5}.cc; facts: nccl-abi.md §4.1).
+// The profiler version shims of NCCL 2.28.9 (src/plugin/profiler/profiler_v{4,5}.cc) and 2.29+ (v6, and the
+// v5 shim that drops copy-engine events). Facts: nccl-abi.md §4.1, §9.
 #include <dlfcn.h>
+
+#include <cstring>
 
 #include "sim/loader/nccl_loader.h"
 
 namespace wirewise::loader {
 namespace {
 
+const ncclProfiler_v6_t* v6(const void* s) { return static_cast<const ncclProfiler_v6_t*>(s); }
 const ncclProfiler_v5_t* v5(const void* s) { return static_cast<const ncclProfiler_v5_t*>(s); }
+
+static_assert(sizeof(ncclProfilerEventDescr_v5_t) == sizeof(ncclProfilerEventDescr_v6_t));
+
+bool isCopyEngineType(uint64_t type) {
+  return type == ncclProfileCeColl || type == ncclProfileCeSync || type == ncclProfileCeBatch;
+}
+bool isCopyEngineState(ncclProfilerEventState_t s) { return s >= ncclProfilerCeCollStart && s <= ncclProfilerCeBatchComplete; }
 const ncclProfiler_v4_t* v4(const void* s) { return static_cast<const ncclProfiler_v4_t*>(s); }
 
 // Builds the v4 descriptor NCCL's shim would pass; false when the v5 type has no v4 equivalent.
@@ -108,8 +119,12 @@ bool toV4(ncclProfilerEventState_t state, const ncclProfilerEventStateArgs_v5_t*
 
 }  // namespace
 
-std::unique_ptr<Profiler> Profiler::load(void* handle, std::string* why) {
+int newestProfilerVersion(NcclRelease r) { return r == NcclRelease::V2_28 ? 5 : 6; }
+
+std::unique_ptr<Profiler> Profiler::load(void* handle, std::string* why, NcclRelease release) {
   if (handle != nullptr) {
+    if (newestProfilerVersion(release) >= 6)
+      if (const void* s = dlsym(handle, "ncclProfiler_v6")) return std::unique_ptr<Profiler>(new Profiler(6, s));
     if (const void* s = dlsym(handle, "ncclProfiler_v5")) return std::unique_ptr<Profiler>(new Profiler(5, s));
     if (const void* s = dlsym(handle, "ncclProfiler_v4")) return std::unique_ptr<Profiler>(new Profiler(4, s));
     // NCCL 2.28.9 would go on to use these; this harness only speaks v5 and v4.
@@ -126,11 +141,11 @@ std::unique_ptr<Profiler> Profiler::load(void* handle, std::string* why) {
 
 std::unique_ptr<Profiler> Profiler::loadVersion(void* handle, int version, std::string* why) {
   // What an NCCL release that knows only this version would find: lets tests drive each exported struct.
-  if (handle != nullptr && (version == 4 || version == 5)) {
+  if (handle != nullptr && version >= 4 && version <= 6) {
     std::string symbol = "ncclProfiler_v" + std::to_string(version);
     if (const void* s = dlsym(handle, symbol.c_str())) return std::unique_ptr<Profiler>(new Profiler(version, s));
   }
-  if (why != nullptr) *why = "no ncclProfiler_v" + std::to_string(version) + " symbol (this harness speaks v4 and v5)";
+  if (why != nullptr) *why = "no ncclProfiler_v" + std::to_string(version) + " symbol (this harness speaks v4 to v6)";
   return nullptr;
 }
 
@@ -138,12 +153,27 @@ const char* Profiler::name() const { return *static_cast<const char* const*>(sym
 
 ncclResult_t Profiler::init(void** context, uint64_t commId, int* eActivationMask, const char* commName, int nNodes,
                             int nRanks, int rank, ncclDebugLogger_t log) const {
+  if (version_ == 6) return v6(symbol_)->init(context, commId, eActivationMask, commName, nNodes, nRanks, rank, log);
   if (version_ == 5) return v5(symbol_)->init(context, commId, eActivationMask, commName, nNodes, nRanks, rank, log);
   return v4(symbol_)->init(context, eActivationMask, commName, commId, nNodes, nRanks, rank, log);
 }
 
+ncclResult_t Profiler::startEvent(void* context, void** handle, ncclProfilerEventDescr_v6_t* descr) const {
+  *handle = nullptr;
+  if (version_ == 6) return v6(symbol_)->startEvent(context, handle, descr);
+  if (isCopyEngineType(descr->type)) return ncclSuccess;
+  ncclProfilerEventDescr_v5_t d5;  // every member v5 has sits where v5 has it (static_asserts in profiler.h)
+  std::memcpy(&d5, descr, sizeof d5);
+  return startEvent(context, handle, &d5);
+}
+
 ncclResult_t Profiler::startEvent(void* context, void** handle, ncclProfilerEventDescr_v5_t* descr) const {
   *handle = nullptr;
+  if (version_ == 6) {
+    ncclProfilerEventDescr_v6_t d6;
+    std::memcpy(&d6, descr, sizeof d6);
+    return v6(symbol_)->startEvent(context, handle, &d6);
+  }
   if (version_ == 5) return v5(symbol_)->startEvent(context, handle, descr);
   ncclProfilerEventDescr_v4_t d4;
   if (!toV4(*descr, &d4)) return ncclSuccess;
@@ -151,11 +181,14 @@ ncclResult_t Profiler::startEvent(void* context, void** handle, ncclProfilerEven
 }
 
 ncclResult_t Profiler::stopEvent(void* handle) const {
+  if (version_ == 6) return v6(symbol_)->stopEvent(handle);
   return version_ == 5 ? v5(symbol_)->stopEvent(handle) : v4(symbol_)->stopEvent(handle);
 }
 
 ncclResult_t Profiler::recordEventState(void* handle, ncclProfilerEventState_t state,
                                         ncclProfilerEventStateArgs_v5_t* args) const {
+  if (version_ == 6) return v6(symbol_)->recordEventState(handle, state, args);
+  if (isCopyEngineState(state)) return ncclSuccess;
   if (version_ == 5) return v5(symbol_)->recordEventState(handle, state, args);
   ncclProfilerEventStateArgs_v4_t a4;
   if (!toV4(state, args, &a4)) return ncclSuccess;
@@ -163,6 +196,7 @@ ncclResult_t Profiler::recordEventState(void* handle, ncclProfilerEventState_t s
 }
 
 ncclResult_t Profiler::finalize(void* context) const {
+  if (version_ == 6) return v6(symbol_)->finalize(context);
   return version_ == 5 ? v5(symbol_)->finalize(context) : v4(symbol_)->finalize(context);
 }
 

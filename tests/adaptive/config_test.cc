@@ -193,6 +193,29 @@ TEST(ConfigJson, ProblemsAreReportedPerRule) {
   }
 }
 
+TEST(ConfigJson, ChunkBytesIsAnOptionalLever) {
+  auto cfg = parseConfigText(R"({"version":1, "rules":[
+      {"coll":"allreduce","max_bytes":65535,"algo":"ring","proto":"simple","chunk_bytes":262144},
+      {"coll":"allgather","chunk_bytes":0},
+      {"coll":"allreduce","chunk_bytes":-1},
+      {"coll":"allreduce","chunk_bytes":1073741825},
+      {"coll":"allreduce","chunk_bytes":"1m"}
+  ]})", "c.json");
+  ASSERT_EQ(cfg.rules.size(), 2u);
+  Decision d = dec(kAlgoRing, kProtoSimple);
+  d.chunkBytes = 262144;
+  EXPECT_EQ(cfg.rules[0].rule, (TableRule{4, 0, 65535, d}));
+  EXPECT_EQ(cfg.rules[1].rule, (TableRule{2, 0, UINT64_MAX, Decision{}})) << "0 keeps NCCL's chunk size";
+  ASSERT_EQ(cfg.problems.size(), 3u);
+  for (const auto& p : cfg.problems)
+    EXPECT_NE(p.reason.find("chunk_bytes: must be an integer in 0..1073741824"), std::string::npos) << p.reason;
+  // A chunk size alone is a decision (it is not NCCL's), but leaves the cost table to NCCL.
+  Decision only;
+  only.chunkBytes = 4096;
+  EXPECT_FALSE(only.keepsNccl());
+  EXPECT_TRUE(only.keepsCostTable());
+}
+
 TEST(ConfigJson, VersionAndTopLevel) {
   auto missing = parseConfigText(R"({"rules":[{"coll":"reduce"}]})", "m.json");
   ASSERT_EQ(missing.problems.size(), 1u);

@@ -181,6 +181,30 @@ TEST(DecisionTable, DigestDependsOnlyOnTheEffectiveTable) {
   }
 }
 
+TEST(DecisionTable, AChunkSizeIsPartOfTheDecisionAndOfTheDigestOnlyWhenSet) {
+  // A table without chunk sizes keeps the digest it had before they existed (peers of the same wire
+  // version compare digests of the static table): the FNV-1a of this one range, computed by hand.
+  std::vector<TableRule> plain = {{4, 0, 99999, dec(1, 2, 4)}};
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto fnv = [&h](uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ULL;
+  };
+  fnv(4, 4), fnv(0, 8), fnv(99999, 8), fnv(1, 1), fnv(2, 1), fnv(4, 1);
+  EXPECT_EQ(DecisionTable::build(plain, "p")->digest(), h);
+  Decision chunked = dec(1, 2, 4);
+  chunked.chunkBytes = 65536;
+  std::vector<TableRule> withChunk = {{4, 0, 49999, dec(1, 2, 4)}, {4, 50000, 99999, chunked}};
+  auto t = DecisionTable::build(withChunk, "c");
+  EXPECT_NE(t->digest(), h);
+  ASSERT_EQ(t->ranges().size(), 2u) << "equal but for the chunk size: not merged";
+  EXPECT_EQ(t->lookup(4, 50000).chunkBytes, 65536u);
+  EXPECT_EQ(t->lookup(4, 49999).chunkBytes, 0u);
+  Decision onlyChunk;
+  onlyChunk.chunkBytes = 4096;
+  std::vector<TableRule> alone = {{2, 0, 10, onlyChunk}};
+  EXPECT_FALSE(DecisionTable::build(alone, "a")->isNeutral()) << "a chunk size alone is a decision";
+}
+
 TEST(DecisionTable, LookupNeverAllocates) {
   std::mt19937_64 rng(3);
   std::vector<TableRule> rules;

@@ -232,6 +232,12 @@ TEST(Wire, DecoderRejectsOutOfRangeFields) {
   bad.rules[0].decision.algo = 9;
   EXPECT_FALSE(decode(encode(bad), &out));
   bad = sampleVerdict();
+  bad.rules[0].decision.chunkBytes = kMaxChunkBytes + 1;
+  EXPECT_FALSE(decode(encode(bad), &out));
+  bad.rules[0].decision.chunkBytes = kMaxChunkBytes;  // the largest a table may carry travels
+  ASSERT_TRUE(decode(encode(bad), &out));
+  EXPECT_EQ(out.rules[0].decision.chunkBytes, kMaxChunkBytes);
+  bad = sampleVerdict();
   bad.next = bad.boundary;  // boundaries must increase
   EXPECT_FALSE(decode(encode(bad), &out));
   bad = sampleVerdict();
@@ -478,7 +484,8 @@ struct Gen {
       t.coll = pick(kAny, kNumCollTypes - 1);
       t.minBytes = u64() >> 1;
       t.maxBytes = t.minBytes + (u64() >> 2);
-      t.decision = {i8(kAny, kNumAlgos - 1), i8(kAny, kNumProtos - 1), i8(0, kMaxChannels)};
+      t.decision = {i8(kAny, kNumAlgos - 1), i8(kAny, kNumProtos - 1), i8(0, kMaxChannels),
+                    static_cast<uint32_t>(pick(0, 1) ? 0 : u64() % (kMaxChunkBytes + 1ull))};
       v.rules.push_back(t);
     }
     return v;

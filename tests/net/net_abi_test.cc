@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "net/devices.h"
 #include "tests/net/net_abi_util.h"
 
 namespace wirewise::net::testing {
@@ -19,7 +20,8 @@ namespace {
 
 TEST(NetAbi, AllVersionsExportedUnderOneName) {
   ASSERT_NE(library(), nullptr) << dlerror();
-  for (const char* sym : {"ncclNetPlugin_v11", "ncclNetPlugin_v10", "ncclNetPlugin_v9", "ncclNetPlugin_v8"}) {
+  for (const char* sym :
+       {"ncclNetPlugin_v12", "ncclNetPlugin_v11", "ncclNetPlugin_v10", "ncclNetPlugin_v9", "ncclNetPlugin_v8"}) {
     auto* name = static_cast<const char* const*>(dlsym(library(), sym));
     ASSERT_NE(name, nullptr) << sym;
     EXPECT_STREQ(*name, "wirewise") << sym;
@@ -58,6 +60,56 @@ TEST(NetAbi, V11PropertiesAreTruthful) {
   EXPECT_NE(net->getProperties(ndev, &p), ncclSuccess);
   EXPECT_EQ(net->finalize(ctx), ncclSuccess);
   EXPECT_EQ(net->finalize(nullptr), ncclSuccess);  // the context of a failed init
+}
+
+TEST(NetAbi, V12PropertiesNameTheRailAndFillTheLongerLayout) {
+  const ncclNet_v12_t* net = v12();
+  ASSERT_NE(net, nullptr);
+  EXPECT_EQ(net->makeVDevice, nullptr);
+  void* ctx = nullptr;
+  ncclNetCommConfig_v12_t config{NCCL_NET_TRAFFIC_CLASS_UNDEF};
+  ASSERT_EQ(net->init(&ctx, 43, &config, nullptr, nullptr), ncclSuccess);
+  int ndev = 0;
+  ASSERT_EQ(net->devices(&ndev), ncclSuccess);
+  ASSERT_GT(ndev, 0);
+  for (int d = 0; d < ndev; ++d) {
+    ncclNetProperties_v12_t p;
+    std::memset(&p, 0xab, sizeof p);
+    ASSERT_EQ(net->getProperties(d, &p), ncclSuccess);
+    // The fields v11 shares sit where v11 has them; the ones after vProps moved with its 8 devices.
+    ncclNetProperties_v11_t old;
+    ASSERT_EQ(v11()->getProperties(d, &old), ncclSuccess);
+    EXPECT_STREQ(p.name, old.name);
+    EXPECT_EQ(p.speed, old.speed);
+    EXPECT_EQ(p.maxComms, old.maxComms);
+    EXPECT_EQ(p.vProps.ndevs, 1);
+    EXPECT_EQ(p.vProps.devs[0], d);
+    EXPECT_EQ(p.maxP2pBytes, old.maxP2pBytes);
+    EXPECT_EQ(p.maxCollBytes, old.maxCollBytes);
+    EXPECT_EQ(p.maxMultiRequestSize, 1);
+    // One interface, one rail; the merged device spans them all and belongs to none.
+    EXPECT_EQ(p.railId, std::strcmp(p.name, kMergedDeviceName) == 0 ? -1 : d) << p.name;
+    EXPECT_EQ(p.planeId, -1);
+  }
+  // One message through the v12 table, to see that its calls are wired where NCCL looks.
+  void *listenComm = nullptr, *sendComm = nullptr, *recvComm = nullptr;
+  pair(net, ctx, &listenComm, &sendComm, &recvComm);
+  char out[64] = "through v12", in[64] = {};
+  void *sreq = nullptr, *rreq = nullptr;
+  void* data[1] = {in};
+  size_t sizes[1] = {sizeof in};
+  int tags[1] = {3};
+  while (rreq == nullptr) ASSERT_EQ(net->irecv(recvComm, 1, data, sizes, tags, nullptr, nullptr, &rreq), ncclSuccess);
+  while (sreq == nullptr) ASSERT_EQ(net->isend(sendComm, out, sizeof out, 3, nullptr, nullptr, &sreq), ncclSuccess);
+  int size = 0;
+  ASSERT_EQ(waitRequest(net, sreq, &size), ncclSuccess);
+  ASSERT_EQ(waitRequest(net, rreq, &size), ncclSuccess);
+  EXPECT_EQ(size, static_cast<int>(sizeof out));
+  EXPECT_STREQ(in, "through v12");
+  EXPECT_EQ(net->closeSend(sendComm), ncclSuccess);
+  EXPECT_EQ(net->closeRecv(recvComm), ncclSuccess);
+  EXPECT_EQ(net->closeListen(listenComm), ncclSuccess);
+  EXPECT_EQ(net->finalize(ctx), ncclSuccess);
 }
 
 TEST(NetAbi, V8PropertiesFitTheOldLayout) {

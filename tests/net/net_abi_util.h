@@ -22,6 +22,7 @@ const Net* table(const char* symbol) {
   return lib == nullptr ? nullptr : static_cast<const Net*>(dlsym(lib, symbol));
 }
 
+inline const ncclNet_v12_t* v12() { return table<ncclNet_v12_t>("ncclNetPlugin_v12"); }
 inline const ncclNet_v11_t* v11() { return table<ncclNet_v11_t>("ncclNetPlugin_v11"); }
 inline const ncclNet_v8_t* v8() { return table<ncclNet_v8_t>("ncclNetPlugin_v8"); }
 

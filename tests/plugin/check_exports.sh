@@ -3,8 +3,9 @@
 # Boost library among its dependencies (it must load on any Linux machine).
 set -eu
 lib="$1"
-expected="ncclNetPlugin_v10 ncclNetPlugin_v11 ncclNetPlugin_v8 ncclNetPlugin_v9"
-expected="$expected ncclProfiler_v4 ncclProfiler_v5 ncclTunerPlugin_v2 ncclTunerPlugin_v3 ncclTunerPlugin_v4 ncclTunerPlugin_v5"
+expected="ncclNetPlugin_v10 ncclNetPlugin_v11 ncclNetPlugin_v12 ncclNetPlugin_v8 ncclNetPlugin_v9"
+expected="$expected ncclProfiler_v4 ncclProfiler_v5 ncclProfiler_v6 ncclTunerPlugin_v2 ncclTunerPlugin_v3 ncclTunerPlugin_v4 ncclTunerPlugin_v5"
+expected="$expected ncclTunerPlugin_v6 ncclTunerPlugin_v7"
 actual=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^$' | sort | tr '\n' ' ' | sed 's/ $//')
 if [ "$actual" != "$expected" ]; then
   echo "FAIL: exported symbols differ"; echo " expected: $expected"; echo " actual:   $actual"; exit 1

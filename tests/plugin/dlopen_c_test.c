@@ -47,8 +47,9 @@ int main(int argc, char** argv) {
   if (!tuner) return fail("dlopen tuner");
   void* profiler = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
   if (!profiler) return fail("dlopen profiler symlink");
-  const char* syms[] = {"ncclTunerPlugin_v5", "ncclTunerPlugin_v4", "ncclTunerPlugin_v3", "ncclTunerPlugin_v2",
-                        "ncclProfiler_v5",    "ncclProfiler_v4",    "ncclNetPlugin_v11",  "ncclNetPlugin_v10",
+  const char* syms[] = {"ncclTunerPlugin_v7", "ncclTunerPlugin_v6", "ncclTunerPlugin_v5", "ncclTunerPlugin_v4",
+                        "ncclTunerPlugin_v3", "ncclTunerPlugin_v2", "ncclProfiler_v6",    "ncclProfiler_v5",
+                        "ncclProfiler_v4",    "ncclNetPlugin_v12",  "ncclNetPlugin_v11",  "ncclNetPlugin_v10",
                         "ncclNetPlugin_v9",   "ncclNetPlugin_v8"};
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; ++i) {
     void* a = dlsym(tuner, syms[i]);

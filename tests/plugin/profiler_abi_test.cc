@@ -1,4 +1,4 @@
-// Both exported profiler versions, driven through the NCCL-faithful loader: activation mask, Coll and
+// Every exported profiler version (v6, v5, v4), driven through the NCCL-faithful loader: activation mask, Coll and
 // KernelCh events with GPU timestamps, ProxyOp/ProxyStep events (PXN included), null handles and
 // parents, and the summaries and network paths they turn into.
 #include <gmock/gmock.h>
@@ -73,17 +73,18 @@ TEST_P(ProfilerVersion, SetsTheActivationMaskToWhatItConsumes) {
   void* ctx = nullptr;
   ASSERT_EQ(prof_->init(&ctx, 0x77, &mask, nullptr, 1, 8, 0, nullptr), ncclSuccess);
   ASSERT_NE(ctx, nullptr);
-  EXPECT_EQ(mask, ncclProfileColl | ncclProfileKernelCh);
+  const int ce = GetParam() >= 6 ? ncclProfileCeColl : 0;  // v6: copy-engine collectives, to count them
+  EXPECT_EQ(mask, ncclProfileColl | ncclProfileKernelCh | ce);
   EXPECT_EQ(prof_->finalize(ctx), ncclSuccess);  // the last reference: the next init reads the settings anew
 
   setenv("WIREWISE_NET_PATHS", "on", 1);
   mask = 0;
   ASSERT_EQ(prof_->init(&ctx, 0x77, &mask, nullptr, 1, 8, 0, nullptr), ncclSuccess);
-  EXPECT_EQ(mask, ncclProfileColl | ncclProfileKernelCh | ncclProfileProxyOp | ncclProfileProxyStep);
+  EXPECT_EQ(mask, ncclProfileColl | ncclProfileKernelCh | ncclProfileProxyOp | ncclProfileProxyStep | ce);
   // A second comm finds the process-global mask already set and leaves it as it is.
   void* ctx2 = nullptr;
   ASSERT_EQ(prof_->init(&ctx2, 0x79, &mask, nullptr, 1, 8, 1, nullptr), ncclSuccess);
-  EXPECT_EQ(mask, ncclProfileColl | ncclProfileKernelCh | ncclProfileProxyOp | ncclProfileProxyStep);
+  EXPECT_EQ(mask, ncclProfileColl | ncclProfileKernelCh | ncclProfileProxyOp | ncclProfileProxyStep | ce);
   EXPECT_EQ(prof_->finalize(ctx2), ncclSuccess);
   EXPECT_EQ(prof_->finalize(ctx), ncclSuccess);
 }
@@ -294,7 +295,47 @@ TEST_P(ProfilerVersion, NullContextsHandlesAndParentsAreTolerated) {
   EXPECT_EQ(prof_->finalize(ctx), ncclSuccess);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryExportedVersion, ProfilerVersion, ::testing::Values(5, 4),
+TEST_P(ProfilerVersion, CopyEngineCollectivesAreCountedNeverSampled) {
+  int mask = 0;
+  void* ctx = nullptr;
+  ASSERT_EQ(prof_->init(&ctx, 0x7c, &mask, "ce", 1, 8, 0, nullptr), ncclSuccess);
+  // What NCCL 2.30 reports around a copy-engine AllGather's launch: CeColl start and stop on the host.
+  for (uint64_t i = 0; i < 5; ++i) {
+    ncclProfilerEventDescr_v6_t d{};
+    d.type = ncclProfileCeColl;
+    d.rank = 0;
+    d.ceColl.seqNumber = i;
+    d.ceColl.func = "AllGather";
+    d.ceColl.count = 1 << 20;
+    d.ceColl.datatype = "ncclBfloat16";
+    d.ceColl.syncStrategy = "MC";
+    d.ceColl.ceSeqNum = static_cast<uint32_t>(i);
+    void* h = reinterpret_cast<void*>(0x1);
+    ASSERT_EQ(prof_->startEvent(ctx, &h, &d), ncclSuccess);
+    EXPECT_EQ(h, nullptr) << "untracked: NCCL then starts no CeSync/CeBatch child and calls no stop";
+    ASSERT_EQ(prof_->recordEventState(nullptr, ncclProfilerCeCollComplete, nullptr), ncclSuccess);
+  }
+  collective(ctx, 0, 262144, 1'000'000, 100'000, 2);  // kernel collectives still measure as before
+  ASSERT_EQ(prof_->finalize(ctx), ncclSuccess);
+  auto finals = logEvents("comm_finalize");
+  ASSERT_EQ(finals.size(), 1u);
+  EXPECT_EQ(finals[0]["samples"], 1);
+  if (GetParam() >= 6)
+    EXPECT_EQ(finals[0]["ce_collectives"], 5);
+  else
+    EXPECT_FALSE(finals[0].contains("ce_collectives")) << "NCCL drops copy-engine events before a v5/v4 face";
+}
+
+TEST_F(PluginTest, EachNcclReleasePicksTheNewestProfilerFaceItKnows) {
+  for (loader::NcclRelease release : loader::kAllReleases) {
+    std::string why;
+    auto p = Profiler::load(pluginHandle(), &why, release);
+    ASSERT_NE(p, nullptr) << why;
+    EXPECT_EQ(p->version(), release == loader::NcclRelease::V2_28 ? 5 : 6) << loader::releaseName(release);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryExportedVersion, ProfilerVersion, ::testing::Values(6, 5, 4),
                          [](const auto& param) { return "v" + std::to_string(param.param); });
 
 TEST_F(PluginTest, TunerAndProfilerShareOneInstance) {

@@ -1,4 +1,4 @@
-// Every exported tuner version, driven through the NCCL-faithful loader exactly as NCCL 2.28 calls it:
+// Every exported tuner version, driven through the NCCL-faithful loader exactly as NCCL 2.28-2.32 call it:
 // flat float[7][3] tables, -1.0 entries, nChannels pre-set to 0, NCCL's selection rule afterwards.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -181,14 +181,21 @@ TEST_P(TunerVersion, NullArgumentsAreHarmless) {
   EXPECT_EQ(tuner_->finalize(nullptr), ncclSuccess);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryExportedVersion, TunerVersion, ::testing::Values(5, 4, 3, 2),
+INSTANTIATE_TEST_SUITE_P(EveryExportedVersion, TunerVersion, ::testing::Values(7, 6, 5, 4, 3, 2),
                          [](const auto& param) { return "v" + std::to_string(param.param); });
 
-TEST_F(PluginTest, NcclPicksV5First) {
-  std::string why;
-  auto t = Tuner::load(pluginHandle(), &why);
-  ASSERT_NE(t, nullptr) << why;
-  EXPECT_EQ(t->version(), 5);
+TEST_F(PluginTest, EachNcclReleasePicksTheNewestFaceItKnows) {
+  const std::pair<loader::NcclRelease, int> expected[] = {{loader::NcclRelease::V2_28, 5},
+                                                          {loader::NcclRelease::V2_29, 5},
+                                                          {loader::NcclRelease::V2_30, 6},
+                                                          {loader::NcclRelease::V2_32, 7}};
+  for (auto [release, version] : expected) {
+    std::string why;
+    auto t = Tuner::load(pluginHandle(), &why, release);
+    ASSERT_NE(t, nullptr) << why;
+    EXPECT_EQ(t->version(), version) << loader::releaseName(release);
+    EXPECT_EQ(t->hasChunkSize(), version >= 6) << loader::releaseName(release);
+  }
 }
 
 TEST_F(PluginTest, OutOfRangeInputsKeepNcclChoice) {

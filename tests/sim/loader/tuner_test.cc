@@ -1,5 +1,6 @@
-// Tuner version shims against recording fake plugins: symbol order, argument orders, the flat cost table,
-// nChannels pre-set, v3's missing regBuff and v2's (algo, proto) mapping.
+// Tuner version shims against recording fake plugins: symbol order per NCCL release, argument orders, the flat
+// cost table, nChannels pre-set, v3's missing regBuff, v2's (algo, proto) mapping, v7's constants and the
+// chunk-size step of v6/v7.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -139,6 +140,109 @@ TEST(TunerV5, ErrorsPropagate) {
   fillTable(table);
   int nChannels = 0;
   EXPECT_EQ(f.tuner()->getCollInfo(nullptr, ncclFuncBroadcast, 8, 1, table, 0, &nChannels), ncclInvalidUsage);
+}
+
+TEST(TunerRelease, EachReleaseTriesItsOwnNewestVersionFirst) {
+  void* handle = dlopen(WW_FAKE_TUNER_V765, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  const std::pair<NcclRelease, int> expected[] = {
+      {NcclRelease::V2_28, 5}, {NcclRelease::V2_29, 5}, {NcclRelease::V2_30, 6}, {NcclRelease::V2_32, 7}};
+  for (auto [release, version] : expected) {
+    std::string why;
+    auto t = Tuner::load(handle, &why, release);
+    ASSERT_NE(t, nullptr) << why;
+    EXPECT_EQ(t->version(), version) << releaseName(release);
+    EXPECT_EQ(newestTunerVersion(release), version) << releaseName(release);
+    EXPECT_EQ(t->hasChunkSize(), version >= 6);
+  }
+  // A v5-only plugin still loads under every release.
+  void* v5 = dlopen(WW_FAKE_TUNER_V5, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(v5, nullptr) << dlerror();
+  for (NcclRelease release : kAllReleases) {
+    std::string why;
+    auto t = Tuner::load(v5, &why, release);
+    ASSERT_NE(t, nullptr) << why;
+    EXPECT_EQ(t->version(), 5);
+    EXPECT_FALSE(t->hasChunkSize());
+  }
+  dlclose(v5);
+  dlclose(handle);
+}
+
+TEST(TunerV7, InitGetsFiveRowsOfConstantsAndItsChangesComeBack) {
+  void* handle = dlopen(WW_FAKE_TUNER_V765, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  FakeTunerRecord& r = *testing::tunerRecord(handle);
+  r = FakeTunerRecord{};
+  r.v7WriteLlMaxBw00 = 42.0;
+  std::string why;
+  auto t = Tuner::load(handle, &why, NcclRelease::V2_32);
+  ASSERT_NE(t, nullptr) << why;
+  ncclTunerConstants_v5_t constants{};
+  constants.llMaxBws[3][1] = 7.5;
+  void* ctx = nullptr;
+  ASSERT_EQ(t->init(&ctx, 5, 8, 1, testLogger, nullptr, &constants), ncclSuccess);
+  EXPECT_EQ(r.lastEntryVersion, 7);
+  EXPECT_EQ(r.v7LlMaxBw31, 7.5);
+  EXPECT_EQ(r.v7LlMaxBw41, 7.5) << "the fifth row starts as a copy of the fourth";
+  EXPECT_EQ(constants.llMaxBws[0][0], 42.0) << "what the plugin wrote reaches NCCL's four rows";
+  EXPECT_EQ(t->finalize(ctx), ncclSuccess);
+  EXPECT_EQ(r.lastEntryVersion, 7);
+  t.reset();
+  dlclose(handle);
+}
+
+TEST(TunerV6, ChunkSizeIsPrefilledThenClampedCastAndRoundedToTheGrain) {
+  void* handle = dlopen(WW_FAKE_TUNER_V765, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  FakeTunerRecord& r = *testing::tunerRecord(handle);
+  r = FakeTunerRecord{};
+  auto t = Tuner::loadVersion(handle, 6, nullptr);
+  ASSERT_NE(t, nullptr);
+  size_t chunk = 0;
+  // The plugin leaves it: NCCL's own value, rounded to Simple's 512 B grain.
+  ASSERT_EQ(t->chunkSize(nullptr, ncclFuncAllGather, 3000, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 131072, 524288, &chunk),
+            ncclSuccess);
+  EXPECT_EQ(chunk, 131072u);
+  EXPECT_EQ(r.chunkOnEntry, 131072u) << "NCCL pre-fills its own choice";
+  EXPECT_EQ(r.chunkColl, ncclFuncAllGather);
+  EXPECT_EQ(r.chunkBytes, 3000u);
+  EXPECT_EQ(r.chunkAlgo, NCCL_ALGO_RING);
+  EXPECT_EQ(r.chunkProto, NCCL_PROTO_SIMPLE);
+  EXPECT_EQ(r.chunkChannels, 1);
+  EXPECT_EQ(r.lastEntryVersion, 6);
+  // Above the buffer's ceiling: clamped.
+  r.replyChunk = 10'000'000;
+  ASSERT_EQ(t->chunkSize(nullptr, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, 131072, 524288,
+                         &chunk),
+            ncclSuccess);
+  EXPECT_EQ(chunk, 524288u);
+  // Rounded down to LL128's 1,920 B grain; below the grain it becomes 0, the hazard a plugin must avoid.
+  r.replyChunk = 5000;
+  ASSERT_EQ(t->chunkSize(nullptr, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, NCCL_PROTO_LL128, 1, 131072, 524288,
+                         &chunk),
+            ncclSuccess);
+  EXPECT_EQ(chunk, 3840u);
+  r.replyChunk = 1000;
+  ASSERT_EQ(t->chunkSize(nullptr, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, NCCL_PROTO_LL128, 1, 131072, 524288,
+                         &chunk),
+            ncclSuccess);
+  EXPECT_EQ(chunk, 0u);
+  // A failure fails the collective.
+  r.chunkResult = ncclInvalidUsage;
+  EXPECT_EQ(t->chunkSize(nullptr, ncclFuncAllReduce, 8, NCCL_ALGO_RING, NCCL_PROTO_LL, 1, 16, 64, &chunk),
+            ncclInvalidUsage);
+  // Before v6 NCCL never asks.
+  auto v5 = Tuner::loadVersion(handle, 5, nullptr);
+  ASSERT_NE(v5, nullptr);
+  const int calls = r.chunkCalls;
+  ASSERT_EQ(v5->chunkSize(nullptr, ncclFuncAllReduce, 8, NCCL_ALGO_RING, NCCL_PROTO_LL, 1, 4096, 8192, &chunk),
+            ncclSuccess);
+  EXPECT_EQ(chunk, 4096u);
+  EXPECT_EQ(r.chunkCalls, calls);
+  t.reset();
+  v5.reset();
+  dlclose(handle);
 }
 
 TEST(TunerV4, InitTakesContextLastAndDropsV5Arguments) {

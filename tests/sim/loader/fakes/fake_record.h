@@ -18,9 +18,15 @@ struct FakeTunerRecord {
   int replyChannels = 0;  // stored into *nChannels
   int replyAlgo = -1;     // v2 answer
   int replyProto = -1;
+  size_t replyChunk = 0;  // v6/v7: stored into *chunkSize when non-zero
+  ncclResult_t chunkResult = ncclSuccess;
+  double v7WriteLlMaxBw00 = 0;  // v7: written into constants->llMaxBws[0][0] when non-zero
 
   // Observations.
-  int initCalls = 0, collCalls = 0, finalizeCalls = 0;
+  int initCalls = 0, collCalls = 0, finalizeCalls = 0, chunkCalls = 0;
+  size_t chunkOnEntry = 0, chunkBytes = 0;
+  int chunkColl = -1, chunkAlgo = -1, chunkProto = -1, chunkChannels = -1;
+  double v7LlMaxBw31 = 0, v7LlMaxBw41 = 0;  // v7: what init saw in the fourth and fifth rows
   int lastEntryVersion = 0;  // the version whose entry point ran last
   uint64_t commId = 0;
   size_t nRanks = 0, nNodes = 0;

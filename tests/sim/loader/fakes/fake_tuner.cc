@@ -1,4 +1,4 @@
-// A recording fake tuner plugin. FAKE_TUNER_V5/V4/V3/V2 choose which ncclTunerPlugin_vN symbols it exports.
+// A recording fake tuner plugin. FAKE_TUNER_V7/V6/V5/V4/V3/V2 choose which ncclTunerPlugin_vN symbols it exports.
 #include "common/nccl/tuner.h"
 #include "tests/sim/loader/fakes/fake_record.h"
 
@@ -50,9 +50,74 @@ int contextToken;
   return ncclSuccess;
 }
 
+[[maybe_unused]] ncclResult_t recordChunk(int version, ncclFunc_t coll, size_t nBytes, int algo, int proto,
+                                          int nChannels, size_t* chunkSize) {
+  ++rec.chunkCalls;
+  rec.lastEntryVersion = version;
+  rec.chunkColl = coll;
+  rec.chunkBytes = nBytes;
+  rec.chunkAlgo = algo;
+  rec.chunkProto = proto;
+  rec.chunkChannels = nChannels;
+  rec.chunkOnEntry = *chunkSize;
+  if (rec.replyChunk != 0) *chunkSize = rec.replyChunk;
+  return rec.chunkResult;
+}
+
 }  // namespace
 
 extern "C" FAKE_EXPORT FakeTunerRecord* fakeTunerRecord() { return &rec; }
+
+#ifdef FAKE_TUNER_V7
+extern "C" {
+FAKE_EXPORT ncclTuner_v7_t ncclTunerPlugin_v7 = {
+    "fake-v7",
+    [](void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t log, ncclNvlDomainInfo_v7_t* nvl,
+       ncclTunerConstants_v7_t* constants) {
+      rec.commId = commId;
+      rec.nvl = nvl;
+      rec.constants = constants;
+      if (constants != nullptr) {
+        rec.v7LlMaxBw31 = constants->llMaxBws[3][1];
+        rec.v7LlMaxBw41 = constants->llMaxBws[4][1];
+        if (rec.v7WriteLlMaxBw00 != 0) constants->llMaxBws[0][0] = rec.v7WriteLlMaxBw00;
+      }
+      return recordInit(7, nRanks, nNodes, log, ctx);
+    },
+    [](void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, float** table, int numAlgo, int numProto,
+       int regBuff, int* nChannels) {
+      rec.regBuff = regBuff;
+      return recordColl(7, ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, nChannels);
+    },
+    [](void* ctx) { return recordFinalize(7, ctx); },
+    [](void*, ncclFunc_t coll, size_t nBytes, int algo, int proto, int nChannels, size_t* chunkSize) {
+      return recordChunk(7, coll, nBytes, algo, proto, nChannels, chunkSize);
+    }};
+}
+#endif
+
+#ifdef FAKE_TUNER_V6
+extern "C" {
+FAKE_EXPORT ncclTuner_v6_t ncclTunerPlugin_v6 = {
+    "fake-v6",
+    [](void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ncclDebugLogger_t log, ncclNvlDomainInfo_v6_t* nvl,
+       ncclTunerConstants_v6_t* constants) {
+      rec.commId = commId;
+      rec.nvl = nvl;
+      rec.constants = constants;
+      return recordInit(6, nRanks, nNodes, log, ctx);
+    },
+    [](void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps, float** table, int numAlgo, int numProto,
+       int regBuff, int* nChannels) {
+      rec.regBuff = regBuff;
+      return recordColl(6, ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, nChannels);
+    },
+    [](void* ctx) { return recordFinalize(6, ctx); },
+    [](void*, ncclFunc_t coll, size_t nBytes, int algo, int proto, int nChannels, size_t* chunkSize) {
+      return recordChunk(6, coll, nBytes, algo, proto, nChannels, chunkSize);
+    }};
+}
+#endif
 
 #ifdef FAKE_TUNER_V5
 extern "C" {
