@@ -111,14 +111,6 @@ ProfEvent toProfEvent(const Descr& d) {
   if constexpr (requires { d.kernelLaunch.stream; }) {  // v5 and v6 descriptors
     if (d.type == ncclProfileKernelLaunch) ev.stream = d.kernelLaunch.stream;
   }
-  if constexpr (requires { d.ceColl.ceSeqNum; }) {  // v6 descriptors
-    if (d.type == ncclProfileCeColl) {
-      ev.seqNumber = d.ceColl.seqNumber;
-      ev.func = d.ceColl.func;
-      ev.count = d.ceColl.count;
-      ev.datatype = d.ceColl.datatype;
-    }
-  }
   return ev;
 }
 

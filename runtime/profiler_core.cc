@@ -110,17 +110,18 @@ void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept {
     if (auto* comm = static_cast<CommProfiler*>(context)) comm->launches.onKernelLaunch(ev.stream);
     return nullptr;
   }
-  if (ev.type == kEvCeColl) {
-    // A null handle: NCCL then starts none of its CeSync/CeBatch children and never calls stopEvent.
-    if (auto* comm = static_cast<CommProfiler*>(context)) comm->ceColls.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
   if (ev.type == kEvProxyOp || ev.type == kEvProxyStep || ev.type == kEvNetPlugin) {
     // The context is read only for a ProxyOp of this process: under PXN it is another process's pointer.
     return startProxyEvent(ev, gPid.load(std::memory_order_relaxed), nowNs(), [context]() -> ProxySink* {
       auto* comm = static_cast<CommProfiler*>(context);
       return comm == nullptr ? nullptr : comm->proxy.get();
     });
+  }
+  if (ev.type == kEvCeColl) {
+    // Rare (large AllGathers on NCCL 2.29+), so tested after the proxy events. A null handle: NCCL then
+    // starts none of its CeSync/CeBatch children and never calls stopEvent.
+    if (auto* comm = static_cast<CommProfiler*>(context)) comm->ceColls.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
   }
   return nullptr;
 }

@@ -30,7 +30,7 @@ struct ProfEvent {
   uint64_t type = 0;        // one ncclProfile* bit
   void* parent = nullptr;   // a handle we returned earlier, or null
   int rank = -1;
-  // type == ncclProfileColl (seqNumber, func, count and datatype also for CeColl)
+  // type == ncclProfileColl (a CeColl is counted by its type alone)
   uint64_t seqNumber = 0;
   const char* func = nullptr;      // NCCL's static strings, e.g. "AllReduce"
   size_t count = 0;                // elements
