@@ -19,6 +19,7 @@ constexpr uint64_t kReportLag = 2;      // verdict k's collectives reach the pol
 constexpr double kSameState = 1.04;     // incumbent times this close are taken for the same link state
 constexpr double kClearWin = 0.8;       // a probe this much faster than the incumbent is adopted at once
 constexpr size_t kMemory = 8;           // past episodes remembered per bucket
+constexpr uint64_t kFruitlessMemory = 32;  // verdicts a fruitless alarm's size is remembered after its last use
 constexpr uint64_t kSuspicion = 6;      // verdicts during which a new unhealthy link lowers the alarm bar
 // Exploration budget: a token bucket that earns exploreShare of the measured time, with a credit of this
 // many of the probed bucket's collectives (at its healthy time) so that calibration and an early fault are
@@ -156,12 +157,30 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
     b.lastObsLog = x;
     b.lastObsAt = index;
     double up = b.det.upper(), down = b.det.lower(), base = b.det.baseline();
+    const bool warming = !b.det.calibrated();
     Shift s = b.det.observe(x);
+    // An observation that sets a new incumbent's baseline, far (a shock) from what the incumbent measured
+    // when it was chosen: the link changed in between. Alarm against that measurement rather than
+    // calibrate on the changed state.
+    if (warming && b.chosenLog && std::fabs(x - *b.chosenLog) > b.det.params().shock) {
+      s = x > *b.chosenLog ? Shift::Slower : Shift::Faster;
+      b.det.resetTo(*b.chosenLog);
+      up = down = 0, base = *b.chosenLog;
+    }
+    if (b.det.calibrated()) b.chosenLog.reset();
     if (s == Shift::None && index < b.suspectUntil && b.det.calibrated() &&
         std::fabs(x - base) > 2 * b.det.params().drift) {
       s = x > base ? Shift::Slower : Shift::Faster;
       b.det.resetTo(base);
       b.suspected = true;
+    }
+    // No larger than a change already shown not to matter (its episode kept the incumbent), and no new
+    // unhealthy link behind it: the same flapping, not a new state. Watched, not acted on.
+    if (s == Shift::Slower && !b.suspected && b.fruitlessShift > 0 && index <= b.fruitlessAt + kFruitlessMemory &&
+        x - base <= b.fruitlessShift + b.det.params().drift) {
+      s = Shift::None;
+      b.det.resetTo(base);
+      b.fruitlessAt = index;
     }
     if (s != Shift::None) {
       const DetectorParams& d = b.det.params();
@@ -273,6 +292,7 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   const Choice inc = *b.ran;
   b.beforeLog = b.det.baseline();  // the estimate itself has already followed the change
   const double now = b.lastObsLog;
+  b.alarmShift = now - b.beforeLog;
   ++b.epoch;
   b.est[inc] = {now, p_.minSamples, b.epoch};
   // The incumbent's latest slow-channel evidence is that of the alarming observations: the new state's.
@@ -296,6 +316,7 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
     auto it = m->times.find(inc);
     if (it == m->times.end() || std::fabs(it->second - now) > std::log(kSameState)) continue;
     b.quick = true;
+    b.quickKnown = m->times.size() > 1;
     b.confirmed = true;
     if (m->best != inc) b.queue.push_back(toDecision(m->best));
     b.matchedIndex = m->index;
@@ -405,6 +426,17 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
                                              : AdaptKind::Commit;
     b.former = startRan;
   }
+  // Only an episode that measured other candidates shows it, or one that recognised a state where others
+  // were measured: one that measured the incumbent alone (out of budget, every candidate too costly) does not.
+  const bool measuredOthers = (b.quick && b.quickKnown) || std::count_if(b.est.begin(), b.est.end(), [&](const auto& e) {
+                                return e.second.epoch == b.epoch && e.second.n > 0;
+                              }) > 1;
+  if (kind == AdaptKind::Hold && measuredOthers && b.alarmShift > 0) {
+    b.fruitlessShift = std::max(b.fruitlessShift, b.alarmShift);
+    b.fruitlessAt = index;
+  } else if (kind != AdaptKind::Hold) {
+    b.fruitlessShift = 0;  // a change that mattered: every alarm counts again
+  }
   auto startEst = b.est.find(startRan);
   const double startLog = startEst != b.est.end() && startEst->second.epoch == b.epoch ? startEst->second.logUs : incLog;
   double beforeLog = episode ? b.beforeLog : startLog;
@@ -419,6 +451,7 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   // The new baseline comes from the next intervals' own observations, not from the probes: a baseline
   // taken from the selected (hence luckiest) probe would make ordinary noise look like a slowdown.
   b.det.reset();
+  b.chosenLog = afterLog;
   b.calibrated = true;
 
   std::vector<logev::Candidate> cands;
@@ -578,22 +611,9 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
 // grid/bracket search alone.
 bool CommPolicy::queueChannels(Bucket& b, int8_t algo, int8_t proto) {
   std::set<int>& tried = b.triedChannels[{algo, proto}];
-  // NCCL clamps a count above what the algorithm can run (NVLS runs at most its NVLS channels, fewer than
-  // the ring's): a probe above it would run, and be measured as, the clamped count. The most NCCL itself
-  // ran the algorithm with is the search's ceiling.
-  const int maxChannels = algo >= 0 && algo < kNumAlgos && algoChannels_[algo] > 0 ? algoChannels_[algo] : maxChannels_;
-  const ChannelEvidence* ev = nullptr;
+  const int maxChannels = pairMaxChannels(algo);
   double evLog = 0;
-  // Only evidence measured at the comm's full channel count: that is where a slow NIC shows against its
-  // healthy peers. At other counts an uneven spread of channels over the NICs (5 channels on 4 NICs put
-  // two on NIC 0) shows too, and is already what the measured times say.
-  for (const auto& [c, e] : b.chans) {
-    auto est = b.est.find(c);
-    if (c.algo != algo || c.proto != proto || e.epoch != b.epoch || e.channels != maxChannels ||
-        est == b.est.end() || est->second.epoch != b.epoch || est->second.n == 0)
-      continue;
-    ev = &e, evLog = est->second.logUs;
-  }
+  const ChannelEvidence* ev = channelEvidence(b, algo, proto, maxChannels, &evLog);
   auto best = bestInEpoch(b.est, b.epoch);
   if (ev == nullptr || !best) {
     for (int c : channelCandidates(b.est, b.epoch, algo, proto, maxChannels, tried))
@@ -621,6 +641,29 @@ bool CommPolicy::queueChannels(Bucket& b, int8_t algo, int8_t proto) {
     }
     if (!b.queue.empty()) return true;
   }
+}
+
+// NCCL clamps a count above what the algorithm can run (NVLS runs at most its NVLS channels, fewer than
+// the ring's): a probe above it would run, and be measured as, the clamped count. The most NCCL itself ran
+// the algorithm with is the channel search's ceiling.
+int CommPolicy::pairMaxChannels(int8_t algo) const {
+  return algo >= 0 && algo < kNumAlgos && algoChannels_[algo] > 0 ? algoChannels_[algo] : maxChannels_;
+}
+
+// Only evidence measured at the comm's full channel count: that is where a slow NIC shows against its
+// healthy peers. At other counts an uneven spread of channels over the NICs (5 channels on 4 NICs put two
+// on NIC 0) shows too, and is already what the measured times say.
+const ChannelEvidence* CommPolicy::channelEvidence(const Bucket& b, int8_t algo, int8_t proto, int maxChannels,
+                                                   double* measuredLog) const {
+  const ChannelEvidence* ev = nullptr;
+  for (const auto& [c, e] : b.chans) {
+    auto est = b.est.find(c);
+    if (c.algo != algo || c.proto != proto || e.epoch != b.epoch || e.channels != maxChannels ||
+        est == b.est.end() || est->second.epoch != b.epoch || est->second.n == 0)
+      continue;
+    ev = &e, *measuredLog = est->second.logUs;
+  }
+  return ev;
 }
 
 std::vector<std::pair<int8_t, int8_t>> CommPolicy::topPairs(const Bucket& b, double within) const {
@@ -678,6 +721,12 @@ double CommPolicy::predictUs(const Bucket& b, const Decision& d) const {
   std::map<int, double> pts = pairTimes(b, d);
   const int want = d.nChannels > 0 ? d.nChannels : (pts.empty() ? ran.nChannels : pts.rbegin()->first);
   if (auto it = pts.find(want); it != pts.end()) return it->second;
+  // Fewer channels than a measurement that named slow ones: the topology-aware model, which knows that
+  // leaving a slow NIC's channels out can make fewer channels faster (a + b/c cannot).
+  double evLog = 0;
+  if (const ChannelEvidence* ev = channelEvidence(b, algo, proto, pairMaxChannels(algo), &evLog);
+      ev != nullptr && want < ev->channels)
+    return std::exp(evLog) * predictChannelFactor(*ev, want);
   if (pts.empty()) {
     double ratio = 1.0;
     if (b.sight && (algo != ran.algo || proto != ran.proto)) {

@@ -101,6 +101,10 @@ class CommPolicy {
     std::map<Choice, ChannelEvidence> chans;
     std::optional<ChannelEvidence> rankedBy;  // the evidence that ranked this episode's channel probes
     ChangeDetector det;
+    // What the winner measured when an episode (or calibration) chose it (log µs). The detector's baseline
+    // comes from the incumbent's own observations that follow; the first of them is also held against this,
+    // so that a change that came between the measurement and the switch is not taken as normal.
+    std::optional<double> chosenLog;
     std::optional<Choice> former;
     double accLog = 0;
     int accN = 0;
@@ -112,6 +116,7 @@ class CommPolicy {
     bool deferred = false;   // an alarm was not acted on for lack of exploration budget
     bool confirmed = false;  // the episode's winner was measured a second time
     bool quick = false;      // this episode re-measures a remembered winner only
+    bool quickKnown = false; // and that remembered episode measured other candidates too
     uint64_t matchedIndex = 0;
     Decision startDecision;            // the incumbent when the episode (or calibration) began
     std::optional<Choice> startRan;    // and what it ran
@@ -122,6 +127,13 @@ class CommPolicy {
     uint64_t colls = 0;
     int waitedIntervals = 0;
     double beforeLog = 0;  // incumbent's time before the episode
+    double alarmShift = 0;  // log(now / before) of the incumbent at the episode's alarm
+    // The largest slowdown (log) whose episode measured other candidates and found none better than the
+    // incumbent, and the verdict it was last relevant at. A slowdown of that size has been shown not to
+    // change the best choice (a link that flaps faster than the loop), so slowdowns no larger are not acted
+    // on again for a while. Speed-ups always are: they are how a choice made in a degraded state is undone.
+    double fruitlessShift = 0;
+    uint64_t fruitlessAt = 0;
     Shift shift = Shift::None;
     double alarmStat = 0;
   };
@@ -145,6 +157,11 @@ class CommPolicy {
   // The bucket's share of the comm's collectives (1 before any is counted).
   double collShare(const Bucket& b) const;
   double predictUs(const Bucket& b, const Decision& d) const;
+  // The slow-channel evidence of (algo, proto) in this epoch at maxChannels (the most NCCL ran the algorithm
+  // with), with the log time it was measured at; null without any.
+  const ChannelEvidence* channelEvidence(const Bucket& b, int8_t algo, int8_t proto, int maxChannels,
+                                         double* measuredLog) const;
+  int pairMaxChannels(int8_t algo) const;
   // Predicted cost of a probe of d on an interval of `len` collectives of the comm.
   double probeCostUs(const Bucket& b, const Decision& d, uint64_t len) const;
   // Probes predicted to run more than kMaxProbeCost x the incumbent's time wait until nothing is in flight,
