@@ -994,6 +994,19 @@ TEST(CommPolicy, AKnownUnhealthyLinkDoesNotLowerTheBarForever) {
 
 // ---- (7) slow channels rank the channel search ----
 
+// What the profiler's sink reports for channel times t: channels above 1.2x the lower median, slowest /
+// median x 256.
+std::pair<uint64_t, uint16_t> slowSummary(const std::vector<double>& t) {
+  auto sorted = t;
+  std::sort(sorted.begin(), sorted.end());
+  const double med = sorted[(sorted.size() - 1) / 2];
+  uint64_t mask = 0;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (t[i] > 1.2 * med) mask |= uint64_t{1} << i;
+  if (mask == 0) return {0, 0};
+  return {mask, static_cast<uint16_t>(std::lround(256 * sorted.back() / med))};
+}
+
 // One 16 MiB allreduce that NCCL runs as ring/simple/16 (the only pair within 2x). Channel c uses NIC
 // c mod 8 (rail-aligned); a channel takes 40 us plus 60 x 16/c us of transfer. From verdict faultAt NIC 7
 // runs at a quarter of its speed, shared by the channels that use it (7 and 15): their transfer takes
@@ -1014,18 +1027,7 @@ struct NicScenario {
     auto t = channels(v, c);
     return *std::max_element(t.begin(), t.end());
   }
-  // What the profiler's sink reports: channels above 1.2x the lower median, slowest / median x 256.
-  std::pair<uint64_t, uint16_t> summary(uint64_t v, Choice c) const {
-    auto t = channels(v, c);
-    auto sorted = t;
-    std::sort(sorted.begin(), sorted.end());
-    const double med = sorted[(sorted.size() - 1) / 2];
-    uint64_t mask = 0;
-    for (size_t i = 0; i < t.size(); ++i)
-      if (t[i] > 1.2 * med) mask |= uint64_t{1} << i;
-    if (mask == 0) return {0, 0};
-    return {mask, static_cast<uint16_t>(std::lround(256 * sorted.back() / med))};
-  }
+  std::pair<uint64_t, uint16_t> summary(uint64_t v, Choice c) const { return slowSummary(channels(v, c)); }
 };
 
 Traffic trafficNic() {
@@ -1136,18 +1138,7 @@ struct RailScenario {
     auto t = channels(v, c);
     return *std::max_element(t.begin(), t.end());
   }
-  // The profiler's summary, as NicScenario's: channels above 1.2x the lower median, slowest / median x 256.
-  std::pair<uint64_t, uint16_t> summary(uint64_t v, Choice c) const {
-    auto t = channels(v, c);
-    auto sorted = t;
-    std::sort(sorted.begin(), sorted.end());
-    const double med = sorted[(sorted.size() - 1) / 2];
-    uint64_t mask = 0;
-    for (size_t i = 0; i < t.size(); ++i)
-      if (t[i] > 1.2 * med) mask |= uint64_t{1} << i;
-    if (mask == 0) return {0, 0};
-    return {mask, static_cast<uint16_t>(std::lround(256 * sorted.back() / med))};
-  }
+  std::pair<uint64_t, uint16_t> summary(uint64_t v, Choice c) const { return slowSummary(channels(v, c)); }
 };
 
 TEST(CommPolicy, FewerChannelsThatLeaveASlowNicOutArePricedByItsSlowChannels) {
