@@ -6,13 +6,19 @@ if(WIREWISE_WERROR)
 endif()
 
 if(WIREWISE_SANITIZE)
-  add_compile_options(-fsanitize=${WIREWISE_SANITIZE} -fno-omit-frame-pointer)
+  set(WW_SANITIZE_FLAGS -fsanitize=${WIREWISE_SANITIZE})
+  if(WIREWISE_SANITIZE MATCHES "undefined")
+    # UBSan's default is to print and carry on, so a test with undefined behaviour would still pass: make
+    # every finding end the process (CI's ASan + UBSan stage relies on this).
+    list(APPEND WW_SANITIZE_FLAGS -fno-sanitize-recover=undefined)
+  endif()
+  add_compile_options(${WW_SANITIZE_FLAGS} -fno-omit-frame-pointer)
   if(WIREWISE_SANITIZE MATCHES "thread" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # GCC warns that TSan does not model std::atomic_thread_fence, which Boost.Asio uses; the fences
     # there order nothing we rely on, so keep -Werror builds possible under TSan.
     list(APPEND WW_WARNINGS -Wno-tsan)
   endif()
-  add_link_options(-fsanitize=${WIREWISE_SANITIZE})
+  add_link_options(${WW_SANITIZE_FLAGS})
 endif()
 
 # ww_library(NAME SRCS ... DEPS ...): a static, position-independent internal library whose objects go
@@ -39,11 +45,24 @@ function(ww_test NAME)
     set(serial TRUE)
   endif()
   gtest_discover_tests(${NAME} PROPERTIES LABELS "${ARG_LABELS}" RUN_SERIAL ${serial} DISCOVERY_TIMEOUT 60)
+  ww_label_targets("${ARG_LABELS}" ${NAME})
 endfunction()
 
-# A libFuzzer target (clang only, never a ctest; run by hand: ./NAME -max_total_time=60 <corpus dir>). SRCS
-# are compiled into it again, instrumented for coverage and the sanitizers (the project's libraries are not).
-# Elsewhere it is silently not built.
+# ww_label_targets(LABELS TARGET...): TARGETs are needed by the tests of these labels. tests/CMakeLists.txt
+# turns each label into a target ww_tests_<label> that builds them, so `cmake --build B --target
+# ww_tests_unit` builds what `ctest -L unit` runs and no more (CI's sanitizer stage builds only that).
+function(ww_label_targets LABELS)
+  foreach(label IN LISTS LABELS)
+    set_property(GLOBAL APPEND PROPERTY WW_LABELS ${label})
+    set_property(GLOBAL APPEND PROPERTY WW_LABEL_TARGETS_${label} ${ARGN})
+  endforeach()
+endfunction()
+
+# A libFuzzer target (clang only, never a ctest; CI runs each for 60 s, see .ci/run; by hand: ./NAME
+# -max_total_time=60 NEW_DIR tests/<area>/fuzz_corpus/NAME). SRCS are compiled into it again, instrumented
+# for coverage and the sanitizers (the project's libraries are not instrumented for coverage, and carry the
+# sanitizers only in a WIREWISE_SANITIZE build). UBSan findings end the run like ASan's. Elsewhere it is
+# silently not built.
 function(ww_fuzz NAME)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
@@ -61,7 +80,8 @@ function(ww_fuzz NAME)
   endif()
   add_executable(${NAME} ${ARG_SRCS})
   target_include_directories(${NAME} PRIVATE ${PROJECT_SOURCE_DIR})
-  target_compile_options(${NAME} PRIVATE ${WW_WARNINGS} -fsanitize=fuzzer,address,undefined)
-  target_link_options(${NAME} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_compile_options(${NAME} PRIVATE ${WW_WARNINGS} -fsanitize=fuzzer,address,undefined
+                         -fno-sanitize-recover=undefined)
+  target_link_options(${NAME} PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
   target_link_libraries(${NAME} PRIVATE ${ARG_DEPS})
 endfunction()

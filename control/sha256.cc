@@ -133,6 +133,8 @@ Sha256::Sha256() : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f
 void Sha256::block(const uint8_t* p) { detail::sha256Block(h_, p); }
 
 void Sha256::update(std::span<const uint8_t> data) {
+  // An empty span may have a null data() (an empty vector's): memcpy from null is undefined even for 0 bytes.
+  if (data.empty()) return;
   total_ += data.size();
   size_t i = 0;
   if (bufLen_ > 0) {

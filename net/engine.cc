@@ -295,7 +295,10 @@ struct Engine {
 };
 
 Engine& engine() {
-  static Engine* e = new Engine;
+  // In the library's static storage, not on the heap: made on first use (the destructor below may be that
+  // use), never destroyed, and gone with the library's image at dlclose instead of a heap block leaked per load.
+  alignas(Engine) static unsigned char storage[sizeof(Engine)];
+  static Engine* e = new (storage) Engine;
   return *e;
 }
 

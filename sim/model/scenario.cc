@@ -26,7 +26,8 @@ std::string at(const std::string& path, size_t i) { return path + "[" + std::to_
 
 void requireObject(const Json& j, const std::string& path, std::initializer_list<const char*> allowed) {
   if (!j.is_object()) fail(path.empty() ? "(root)" : path, "must be an object");
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& key = item.key();  // not a structured binding: clang before 16 cannot capture one
     if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
       fail(join(path, key), "unknown field");
     }

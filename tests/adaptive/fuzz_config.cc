@@ -1,6 +1,8 @@
-// libFuzzer target for the configuration parsers (built only with clang; not a ctest). Beyond "does not
-// crash", it checks that every accepted rule is valid and that the table built from them answers like a
-// first-match scan over the same rules.
+// libFuzzer target for both configuration parsers, wirewise's JSON and NCCL's example-tuner CSV (built only
+// with clang; not a ctest). Every input goes through parseConfigText (which picks the format as a file would get
+// it) and through each parser directly, so that JSON sees text not starting with '{' and CSV text that does.
+// Beyond "does not crash", it checks that every accepted rule is valid and that the table built from them
+// answers like a first-match scan over the same rules.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -13,12 +15,8 @@ void check(bool ok) {
   if (!ok) __builtin_trap();
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+void checkParsed(const wirewise::ParsedConfig& cfg) {
   using namespace wirewise;
-  std::string_view text(reinterpret_cast<const char*>(data), size);
-  ParsedConfig cfg = parseConfigText(text, "fuzz");
   for (const ConfigRule& r : cfg.rules) {
     check(r.rule.coll >= kAny && r.rule.coll < kNumCollTypes && r.rule.minBytes <= r.rule.maxBytes);
     check(r.rule.decision.algo >= kAny && r.rule.decision.algo < kNumAlgos);
@@ -44,5 +42,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace wirewise;
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  checkParsed(parseConfigText(text, "fuzz"));
+  checkParsed(parseJsonConfig(text, "fuzz.json"));
+  checkParsed(parseCsvConfig(text, "fuzz.conf"));
   return 0;
 }
