@@ -114,10 +114,26 @@ ProfEvent toProfEvent(const Descr& d) {
   return ev;
 }
 
+// The two events of every collective go straight to their own entry points: building a whole ProfEvent
+// for them cost more instructions than the sink spends on them.
 template <typename Descr>
 ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
   if (eHandle == nullptr) return ncclSuccess;
-  *eHandle = d == nullptr ? nullptr : profilerStartEvent(context, toProfEvent(*d));
+  if (d == nullptr)
+    *eHandle = nullptr;
+  else if (d->type == ncclProfileColl)
+    *eHandle = profilerStartColl(context, {.seqNumber = d->coll.seqNumber,
+                                           .func = d->coll.func,
+                                           .count = d->coll.count,
+                                           .datatype = d->coll.datatype,
+                                           .algo = d->coll.algo,
+                                           .proto = d->coll.proto,
+                                           .nChannels = d->coll.nChannels});
+  else if (d->type == ncclProfileKernelCh)
+    *eHandle = profilerStartKernelCh(
+        context, {.parent = d->parentObj, .pTimer = d->kernelCh.pTimer, .channelId = d->kernelCh.channelId});
+  else
+    *eHandle = profilerStartEvent(context, toProfEvent(*d));
   return ncclSuccess;  // NCCL ignores these return values; success regardless
 }
 

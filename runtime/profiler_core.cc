@@ -97,14 +97,30 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
   return ncclSuccess;
 }
 
+void* profilerStartColl(void* context, const CollStart& ev) noexcept {
+  auto* comm = static_cast<CommProfiler*>(context);
+  if (comm == nullptr) return nullptr;
+  // Claims the plan's launch; an inline no-op (one branch) unless CUPTI matching runs.
+  comm->launches.onColl(ev.func, ev.seqNumber);
+  return comm->events.startColl(ev);
+}
+
+void* profilerStartKernelCh(void* context, const ChannelStart& ev) noexcept {
+  auto* comm = static_cast<CommProfiler*>(context);
+  return comm == nullptr ? nullptr : comm->events.startChannel(ev);
+}
+
 void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept {
-  if (ev.type == kEvColl || ev.type == kEvKernelCh) {
-    auto* comm = static_cast<CommProfiler*>(context);
-    if (comm == nullptr) return nullptr;
-    // Claims the plan's launch; an inline no-op (one branch) unless CUPTI matching runs.
-    if (ev.type == kEvColl) comm->launches.onColl(ev.func, ev.seqNumber);
-    return comm->events.start(ev);
-  }
+  if (ev.type == kEvColl)
+    return profilerStartColl(context, {.seqNumber = ev.seqNumber,
+                                       .func = ev.func,
+                                       .count = ev.count,
+                                       .datatype = ev.datatype,
+                                       .algo = ev.algo,
+                                       .proto = ev.proto,
+                                       .nChannels = ev.nChannels});
+  if (ev.type == kEvKernelCh)
+    return profilerStartKernelCh(context, {.parent = ev.parent, .pTimer = ev.pTimer, .channelId = ev.channelId});
   if (ev.type == kEvKernelLaunch) {
     // Recorded, never tracked: a null handle means NCCL never calls stopEvent for it.
     if (auto* comm = static_cast<CommProfiler*>(context)) comm->launches.onKernelLaunch(ev.stream);
@@ -133,7 +149,7 @@ void profilerStopEvent(void* handle) noexcept {
   if (isProxyHandle(h))
     static_cast<ProxySink*>(h->owner)->stop(handle, nowNs());
   else
-    static_cast<EventSink*>(h->owner)->stop(handle);
+    static_cast<EventSink*>(h->owner)->stopOwn(handle);
 }
 
 void profilerRecordState(void* handle, int state, uint64_t arg) noexcept {
@@ -141,8 +157,8 @@ void profilerRecordState(void* handle, int state, uint64_t arg) noexcept {
   const SlotHead* h = slot_tag::headOf(handle);
   if (isProxyHandle(h)) {
     if (proxyStateIndex(state) >= 0) static_cast<ProxySink*>(h->owner)->recordState(handle, state, arg, nowNs());
-  } else {
-    static_cast<EventSink*>(h->owner)->recordState(handle, state, arg);
+  } else if (state == kStateKernelChStop) {
+    static_cast<EventSink*>(h->owner)->recordStopOwn(handle, arg);
   }
 }
 

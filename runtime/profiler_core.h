@@ -1,5 +1,5 @@
-// The profiler's core entry points. profiler_v4/v5 shims convert NCCL's descriptors into ProfEvent and
-// call here. Callbacks never allocate (events come from preallocated pools), never lock and never log.
+// The profiler's core entry points. The profiler_v4/v5/v6 shims convert NCCL's descriptors into ProfEvent
+// (CollStart, ChannelStart for the two events of every collective) and call here. Callbacks never allocate (events come from preallocated pools), never lock and never log.
 //
 // Per communicator the context holds an EventSink (Coll + KernelCh: collective durations) and a
 // ProxySink (ProxyOp + ProxyStep: network paths). stopEvent and recordEventState carry no context:
@@ -33,6 +33,9 @@ uint64_t profilerActivationMask(bool netPaths, bool kernelLaunch = false, bool c
 ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept;
 // Returns our handle, or null for "not tracked" (unwanted type, null context, pool exhausted, PXN).
 void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept;
+// The same for the two events of every collective, which the shims pass without building a ProfEvent.
+void* profilerStartColl(void* context, const CollStart& ev) noexcept;
+void* profilerStartKernelCh(void* context, const ChannelStart& ev) noexcept;
 void profilerStopEvent(void* handle) noexcept;
 // state: ncclProfilerEventState_t value; arg: the state's 8-byte argument (KernelChStop: the GPU stop
 // time; ProxyStep SendWait/RecvFlushWait: transSize), 0 if none given.

@@ -122,8 +122,9 @@ struct EventSink::Impl {
     return slot_tag::find(base, n, handle, tag);
   }
 
-  void* startColl(const ProfEvent& ev) noexcept;
-  void* startChannel(const ProfEvent& ev) noexcept;
+  void* startColl(const CollStart& ev) noexcept;
+  void* startChannel(const ChannelStart& ev) noexcept;
+  void recordStop(ChanSlot* ch, uint32_t tag, uint64_t pTimer) noexcept;
   void stopColl(CollSlot* s, uint32_t tag) noexcept;
   void stopChannel(ChanSlot* ch, uint32_t tag) noexcept;
   CollSlot* claimColl(uint64_t k, uint32_t* gen) noexcept;
@@ -248,7 +249,7 @@ uint8_t EventSink::Impl::expectedChildren(uint8_t nChannels) const noexcept {
   return l != 0 ? l : nChannels;
 }
 
-void* EventSink::Impl::startColl(const ProfEvent& ev) noexcept {
+void* EventSink::Impl::startColl(const CollStart& ev) noexcept {
   const uint64_t collIndex = collCalls.fetch_add(1, std::memory_order_relaxed);
   uint32_t gen;
   CollSlot* s = claimColl(collIndex, &gen);
@@ -297,7 +298,7 @@ void EventSink::Impl::stopColl(CollSlot* s, uint32_t tag) noexcept {
   }
 }
 
-void* EventSink::Impl::startChannel(const ProfEvent& ev) noexcept {
+void* EventSink::Impl::startChannel(const ChannelStart& ev) noexcept {
   uint32_t tag;
   CollSlot* p = ev.parent ? find(colls.get(), nColl, ev.parent, &tag) : nullptr;
   uint64_t pc = p ? p->ctrl.load(std::memory_order_acquire) : 0;
@@ -388,7 +389,8 @@ void EventSink::Impl::finalize(CollSlot* s, uint64_t c) noexcept {
   } else {
     CollSample out = s->proto;
     out.durationNs = maxStop - minStart;
-    summarize(s->chanNs, s->chanSeen.load(std::memory_order_relaxed), &out);
+    const uint64_t seen = s->chanSeen.load(std::memory_order_relaxed);
+    if ((seen & (seen - 1)) != 0) summarize(s->chanNs, seen, &out);  // two channels or more
     if (ring->push(out)) {
       emitted.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -406,13 +408,32 @@ EventSink::EventSink(uint64_t commId, int rank, int nRanks, size_t collPoolSize,
 EventSink::~EventSink() = default;
 
 void* EventSink::start(const ProfEvent& ev) noexcept {
-  if (!impl_->usable && (ev.type == kEvColl || ev.type == kEvKernelCh)) {
+  if (ev.type == kEvColl)
+    return startColl({.seqNumber = ev.seqNumber,
+                      .func = ev.func,
+                      .count = ev.count,
+                      .datatype = ev.datatype,
+                      .algo = ev.algo,
+                      .proto = ev.proto,
+                      .nChannels = ev.nChannels});
+  if (ev.type == kEvKernelCh) return startChannel({.parent = ev.parent, .pTimer = ev.pTimer, .channelId = ev.channelId});
+  return nullptr;
+}
+
+void* EventSink::startColl(const CollStart& c) noexcept {
+  if (!impl_->usable) [[unlikely]] {
     impl_->poolDrops.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  if (ev.type == kEvColl) return impl_->startColl(ev);
-  if (ev.type == kEvKernelCh) return impl_->startChannel(ev);
-  return nullptr;
+  return impl_->startColl(c);
+}
+
+void* EventSink::startChannel(const ChannelStart& c) noexcept {
+  if (!impl_->usable) [[unlikely]] {
+    impl_->poolDrops.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  return impl_->startChannel(c);
 }
 
 void EventSink::stop(void* handle) noexcept {
@@ -425,8 +446,24 @@ void EventSink::stop(void* handle) noexcept {
 void EventSink::recordState(void* handle, int state, uint64_t pTimer) noexcept {
   if (handle == nullptr || state != kStateKernelChStop) return;
   uint32_t tag;
-  ChanSlot* ch = Impl::find(impl_->chans.get(), impl_->nChan, handle, &tag);
-  if (ch == nullptr) return;
+  if (ChanSlot* ch = Impl::find(impl_->chans.get(), impl_->nChan, handle, &tag)) impl_->recordStop(ch, tag, pTimer);
+}
+
+// The slot head names the pool: Coll and KernelCh slots are the only kinds this sink issues.
+void EventSink::stopOwn(void* handle) noexcept {
+  SlotHead* h = reinterpret_cast<SlotHead*>(untag(handle));
+  if (h->type == kEvColl)
+    impl_->stopColl(static_cast<CollSlot*>(h), slot_tag::tagOfHandle(handle));
+  else
+    impl_->stopChannel(static_cast<ChanSlot*>(h), slot_tag::tagOfHandle(handle));
+}
+
+void EventSink::recordStopOwn(void* handle, uint64_t pTimer) noexcept {
+  SlotHead* h = reinterpret_cast<SlotHead*>(untag(handle));
+  if (h->type == kEvKernelCh) impl_->recordStop(static_cast<ChanSlot*>(h), slot_tag::tagOfHandle(handle), pTimer);
+}
+
+void EventSink::Impl::recordStop(ChanSlot* ch, uint32_t tag, uint64_t pTimer) noexcept {
   uint64_t c = ch->ctrl.load(std::memory_order_acquire);
   // A recycled slot (tag mismatch) is left alone. The check and the store are not one atomic step; a
   // slot is only recycled once its parent is gone, and NCCL records right before it stops, so the

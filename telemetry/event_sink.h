@@ -58,10 +58,18 @@ class EventSink {
   EventSink(const EventSink&) = delete;
   EventSink& operator=(const EventSink&) = delete;
 
-  // Profiler callbacks (any thread). start returns a handle or null ("not tracked").
+  // Profiler callbacks (any thread). start returns a handle or null ("not tracked"); stop and recordState
+  // accept any pointer and ignore what is not inside this sink's pools.
   void* start(const ProfEvent& ev) noexcept;
   void stop(void* handle) noexcept;
   void recordState(void* handle, int state, uint64_t pTimer) noexcept;
+  // The profiler core's hot path: the two starts without a ProfEvent, and stop and KernelChStop for a
+  // handle whose slot head the caller has read and found this sink's (no range check: a handle from
+  // elsewhere is undefined behaviour here).
+  void* startColl(const CollStart& c) noexcept;
+  void* startChannel(const ChannelStart& c) noexcept;
+  void stopOwn(void* handle) noexcept;
+  void recordStopOwn(void* handle, uint64_t pTimer) noexcept;
 
   // Single consumer: moves up to `max` samples into out; returns how many.
   size_t drain(CollSample* out, size_t max) noexcept;

@@ -54,4 +54,21 @@ struct ProfEvent {
   const void* stream = nullptr;
 };
 
+// The two events of every collective, as the hot path passes them (a whole ProfEvent costs more to build
+// than the sink spends on it). ProfEvent's fields of the same names mean the same.
+struct CollStart {
+  uint64_t seqNumber = 0;
+  const char* func = nullptr;
+  size_t count = 0;
+  const char* datatype = nullptr;
+  const char* algo = nullptr;
+  const char* proto = nullptr;
+  uint8_t nChannels = 0;
+};
+struct ChannelStart {
+  void* parent = nullptr;  // the Coll's handle
+  uint64_t pTimer = 0;
+  uint8_t channelId = 0;
+};
+
 }  // namespace wirewise

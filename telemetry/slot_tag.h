@@ -36,13 +36,18 @@ void* tagged(Slot* s, uint32_t gen) {
   return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(s) | tag);
 }
 
+// The generation tag a handle carries.
+inline uint32_t tagOfHandle(void* handle) {
+  const uintptr_t h = reinterpret_cast<uintptr_t>(handle);
+  return static_cast<uint32_t>((h & kLowTag) | ((h >> kHighShift) << 6));
+}
+
 // The slot of pool [base, base + n) that handle names, with its tag; null if it names none of them.
 template <class Slot>
 Slot* find(Slot* base, uint32_t n, void* handle, uint32_t* tag) {
-  uintptr_t h = reinterpret_cast<uintptr_t>(handle);
   uintptr_t p = untag(handle), b = reinterpret_cast<uintptr_t>(base);
   if (p < b || p >= b + uintptr_t{n} * sizeof(Slot) || (p - b) % sizeof(Slot) != 0) return nullptr;
-  *tag = static_cast<uint32_t>((h & kLowTag) | ((h >> kHighShift) << 6));
+  *tag = tagOfHandle(handle);
   return reinterpret_cast<Slot*>(p);
 }
 
