@@ -92,9 +92,11 @@ struct SimResult {
   uint64_t divergences = 0;           // of those, how many had ranks choosing differently
   uint64_t boundaryWaits = 0;         // waits cost no simulated time: always 0
   double boundaryWaitUs = 0;
-  // Wirewise collectives run under a probe verdict (exploration.h): their summed span, and how many.
+  // Wirewise collectives run under a probe verdict (exploration.h): their summed span, and how many; and
+  // the largest share of one rank's collective time they took (rankExplorationShare: exploration_share).
   double explorationUs = 0;
   uint64_t explorationCollectives = 0;
+  double explorationRankShare = 0;
   ProbeCost probeCost;
   std::map<std::string, uint64_t> adaptations;  // the coordinator's "adapt" events by kind
   std::vector<int> tableChangeSteps;  // steps at which wirewise's decisions differ from the step before

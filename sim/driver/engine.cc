@@ -301,6 +301,7 @@ SimResult runSimulation(const Scenario& sc, const SimOptions& opt) {
       return trueTimeUs(sc, plan, plan.stateOfStep[c.step], c.slot, algo, proto, nCh);
     };
     res.probeCost = probeCostOf(out.records, explored, pm);
+    res.explorationRankShare = rankExplorationShare(out.records, explored, pm.slotRanks, nRanks);
   }
   res.adaptations = adaptCounts(log);
   res.syncInForce = log.sync;

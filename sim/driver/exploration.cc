@@ -153,6 +153,25 @@ Exploration explorationOf(const PluginLog& log, const std::vector<CollRecord>& c
   return e;
 }
 
+double rankExplorationShare(const std::vector<CollRecord>& colls, const std::vector<char>& explored,
+                            const std::vector<std::vector<int>>& slotRanks, int nRanks) {
+  std::vector<double> all(static_cast<size_t>(std::max(0, nRanks)), 0.0), probed(all.size(), 0.0);
+  for (size_t i = 0; i < colls.size(); ++i) {
+    const size_t slot = static_cast<size_t>(colls[i].slot);
+    if (slot >= slotRanks.size()) continue;
+    const bool hit = i < explored.size() && explored[i] != 0;
+    for (int r : slotRanks[slot]) {
+      if (r < 0 || static_cast<size_t>(r) >= all.size()) continue;
+      all[static_cast<size_t>(r)] += colls[i].us;
+      if (hit) probed[static_cast<size_t>(r)] += colls[i].us;
+    }
+  }
+  double worst = 0;
+  for (size_t r = 0; r < all.size(); ++r)
+    if (all[r] > 0) worst = std::max(worst, probed[r] / all[r]);
+  return worst;
+}
+
 Exploration explorationFromLines(const std::vector<std::string>& lines, const std::vector<CollRecord>& colls) {
   std::stringstream ss;
   for (const std::string& l : lines) ss << l << '\n';

@@ -78,6 +78,13 @@ struct Exploration {
 Exploration explorationOf(const PluginLog& log, const std::vector<CollRecord>& colls,
                           std::vector<char>* explored = nullptr);
 
+// The largest share of any one rank's collective time that ran under a probe: per rank, the spans of its
+// explored collectives over the spans of all its collectives (slotRanks[slot]: the ranks of each plan slot;
+// explored: explorationOf's flags). Rank by rank, so that concurrent instances (a communicator per node)
+// are not added up against one clock. 0 when no rank ran a collective.
+double rankExplorationShare(const std::vector<CollRecord>& colls, const std::vector<char>& explored,
+                            const std::vector<std::vector<int>>& slotRanks, int nRanks);
+
 // Test helper: explorationOf over a log given as lines (every writer).
 Exploration explorationFromLines(const std::vector<std::string>& lines, const std::vector<CollRecord>& colls);
 

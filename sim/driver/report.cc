@@ -43,7 +43,9 @@ double capturedGain(const SimResult& r) {
   return (d - w) / (d - o);
 }
 
-double explorationShare(const SimResult& r) {
+double explorationShare(const SimResult& r) { return r.explorationRankShare; }
+
+double explorationOverCommTime(const SimResult& r) {
   const double w = modeTime(r, SimMode::Wirewise);
   return w > 0 ? r.explorationUs / w : 0.0;
 }
@@ -83,6 +85,7 @@ nlohmann::json reportJson(const SimResult& r) {
   j["exploration_time_us"] = r.explorationUs;
   // Extras (docs/simulator.md).
   j["exploration_share"] = explorationShare(r);
+  j["exploration_over_comm_time"] = explorationOverCommTime(r);
   j["exploration_collectives"] = r.explorationCollectives;
   const ProbeCost& pc = r.probeCost;
   const auto orNull = [](bool have, double v) { return have ? nlohmann::json(v) : nlohmann::json(nullptr); };
@@ -156,7 +159,9 @@ std::string reportTable(const SimResult& r) {
   std::snprintf(buf, sizeof buf, "  consistency: %llu collectives checked, %llu divergences\n",
                 static_cast<unsigned long long>(r.collectivesChecked), static_cast<unsigned long long>(r.divergences));
   out += buf;
-  std::snprintf(buf, sizeof buf, "  exploration: %.2f%% of wirewise comm time (%.3f s, %llu collectives)\n",
+  std::snprintf(buf, sizeof buf,
+                "  exploration: %.2f%% of a rank's collective time at most (%.3f s over all instances, %llu "
+                "collectives)\n",
                 explorationShare(r) * 100.0, r.explorationUs * 1e-6,
                 static_cast<unsigned long long>(r.explorationCollectives));
   out += buf;

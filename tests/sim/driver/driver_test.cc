@@ -387,7 +387,12 @@ TEST(Driver, ExplorationAgreesWithTheCoordinatorsProbes) {
   EXPECT_EQ(r.explorationCollectives, probed.size());
   EXPECT_EQ(r.explorationUs > 0, !probed.empty());
   EXPECT_LE(r.explorationUs, r.modes[3].commTimeUs);
-  EXPECT_NEAR(reportJson(r)["exploration_share"].get<double>(), r.explorationUs / r.modes[3].commTimeUs, 1e-12);
+  EXPECT_NEAR(reportJson(r)["exploration_over_comm_time"].get<double>(), r.explorationUs / r.modes[3].commTimeUs,
+              1e-12);
+  // exploration_share is per rank (rankExplorationShare, tested on its own in exploration_test).
+  EXPECT_EQ(reportJson(r)["exploration_share"].get<double>(), r.explorationRankShare);
+  EXPECT_EQ(r.explorationUs > 0, r.explorationRankShare > 0);
+  EXPECT_LT(r.explorationRankShare, 1.0);
   // Every explored collective is priced against its incumbent (probe_cost.h).
   EXPECT_EQ(r.probeCost.collectives, r.explorationCollectives);
   EXPECT_EQ(r.probeCost.steps > 0, r.explorationCollectives > 0);

@@ -137,15 +137,38 @@ TEST(Report, ExplorationShareAndFields) {
   r.modes[3].commTimeUs = 2000;
   r.explorationUs = 30;
   r.explorationCollectives = 3;
+  r.explorationRankShare = 0.0125;
   r.adaptations = {{"commit", 2}, {"alarm", 1}};
-  EXPECT_DOUBLE_EQ(explorationShare(r), 0.015);
+  EXPECT_DOUBLE_EQ(explorationShare(r), 0.0125);
   const auto j = reportJson(r);
   EXPECT_DOUBLE_EQ(j["exploration_time_us"].get<double>(), 30.0);
-  EXPECT_DOUBLE_EQ(j["exploration_share"].get<double>(), 0.015);
+  EXPECT_DOUBLE_EQ(j["exploration_share"].get<double>(), 0.0125);
+  EXPECT_DOUBLE_EQ(j["exploration_over_comm_time"].get<double>(), 0.015);
   EXPECT_EQ(j["adaptations"]["commit"], 2);
-  EXPECT_NE(reportTable(r).find("exploration: 1.50%"), std::string::npos) << reportTable(r);
+  EXPECT_NE(reportTable(r).find("exploration: 1.25%"), std::string::npos) << reportTable(r);
   r.modes[3].commTimeUs = 0;
-  EXPECT_EQ(explorationShare(r), 0.0);
+  EXPECT_EQ(reportJson(r)["exploration_over_comm_time"].get<double>(), 0.0);
+}
+
+// Two per-node instances probe at once, each on its own ranks: each rank spent a quarter of its collective
+// time exploring, not half (the summed spans against one clock would say half).
+TEST(Exploration, ShareIsPerRankSoConcurrentInstancesDoNotAddUp) {
+  const std::vector<std::vector<int>> slotRanks = {{0, 1}, {2, 3}, {0, 1, 2, 3}};
+  std::vector<CollRecord> colls;
+  auto add = [&](int slot, double us) {
+    CollRecord c;
+    c.slot = slot;
+    c.us = us;
+    colls.push_back(c);
+  };
+  add(0, 10), add(0, 10), add(1, 10), add(1, 10), add(2, 20);
+  const std::vector<char> explored = {1, 0, 1, 0, 0};
+  EXPECT_DOUBLE_EQ(rankExplorationShare(colls, explored, slotRanks, 4), 10.0 / 40.0);
+  // Only node 1's instance probes: its ranks' share is the worst, node 0's is 0.
+  EXPECT_DOUBLE_EQ(rankExplorationShare(colls, {0, 0, 1, 1, 0}, slotRanks, 4), 20.0 / 40.0);
+  // The world instance's probe is every rank's.
+  EXPECT_DOUBLE_EQ(rankExplorationShare(colls, {0, 0, 0, 0, 1}, slotRanks, 4), 20.0 / 40.0);
+  EXPECT_EQ(rankExplorationShare({}, {}, slotRanks, 4), 0.0);
 }
 
 }  // namespace
