@@ -81,24 +81,14 @@ inline ncclResult_t profilerInitShim(int version, void** context, uint64_t commI
   return profilerInit(args, context);
 }
 
+// Every event but Coll and KernelCh (startEvent passes those on their own).
 template <typename Descr>
 ProfEvent toProfEvent(const Descr& d) {
   ProfEvent ev;
   ev.type = d.type;
   ev.parent = d.parentObj;
   ev.rank = d.rank;
-  if (d.type == ncclProfileColl) {
-    ev.seqNumber = d.coll.seqNumber;
-    ev.func = d.coll.func;
-    ev.count = d.coll.count;
-    ev.datatype = d.coll.datatype;
-    ev.nChannels = d.coll.nChannels;
-    ev.algo = d.coll.algo;
-    ev.proto = d.coll.proto;
-  } else if (d.type == ncclProfileKernelCh) {
-    ev.channelId = d.kernelCh.channelId;
-    ev.pTimer = d.kernelCh.pTimer;
-  } else if (d.type == ncclProfileProxyOp) {
+  if (d.type == ncclProfileProxyOp) {
     ev.pid = static_cast<int>(d.proxyOp.pid);
     ev.channelId = d.proxyOp.channelId;
     ev.peer = d.proxyOp.peer;

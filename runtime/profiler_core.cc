@@ -111,16 +111,8 @@ void* profilerStartKernelCh(void* context, const ChannelStart& ev) noexcept {
 }
 
 void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept {
-  if (ev.type == kEvColl)
-    return profilerStartColl(context, {.seqNumber = ev.seqNumber,
-                                       .func = ev.func,
-                                       .count = ev.count,
-                                       .datatype = ev.datatype,
-                                       .algo = ev.algo,
-                                       .proto = ev.proto,
-                                       .nChannels = ev.nChannels});
-  if (ev.type == kEvKernelCh)
-    return profilerStartKernelCh(context, {.parent = ev.parent, .pTimer = ev.pTimer, .channelId = ev.channelId});
+  if (ev.type == kEvColl) return profilerStartColl(context, collStartOf(ev));
+  if (ev.type == kEvKernelCh) return profilerStartKernelCh(context, channelStartOf(ev));
   if (ev.type == kEvKernelLaunch) {
     // Recorded, never tracked: a null handle means NCCL never calls stopEvent for it.
     if (auto* comm = static_cast<CommProfiler*>(context)) comm->launches.onKernelLaunch(ev.stream);

@@ -408,15 +408,8 @@ EventSink::EventSink(uint64_t commId, int rank, int nRanks, size_t collPoolSize,
 EventSink::~EventSink() = default;
 
 void* EventSink::start(const ProfEvent& ev) noexcept {
-  if (ev.type == kEvColl)
-    return startColl({.seqNumber = ev.seqNumber,
-                      .func = ev.func,
-                      .count = ev.count,
-                      .datatype = ev.datatype,
-                      .algo = ev.algo,
-                      .proto = ev.proto,
-                      .nChannels = ev.nChannels});
-  if (ev.type == kEvKernelCh) return startChannel({.parent = ev.parent, .pTimer = ev.pTimer, .channelId = ev.channelId});
+  if (ev.type == kEvColl) return startColl(collStartOf(ev));
+  if (ev.type == kEvKernelCh) return startChannel(channelStartOf(ev));
   return nullptr;
 }
 

@@ -71,4 +71,17 @@ struct ChannelStart {
   uint8_t channelId = 0;
 };
 
+inline CollStart collStartOf(const ProfEvent& ev) {
+  return {.seqNumber = ev.seqNumber,
+          .func = ev.func,
+          .count = ev.count,
+          .datatype = ev.datatype,
+          .algo = ev.algo,
+          .proto = ev.proto,
+          .nChannels = ev.nChannels};
+}
+inline ChannelStart channelStartOf(const ProfEvent& ev) {
+  return {.parent = ev.parent, .pTimer = ev.pTimer, .channelId = ev.channelId};
+}
+
 }  // namespace wirewise
