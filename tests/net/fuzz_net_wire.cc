@@ -15,20 +15,13 @@
 #include "net/comm.h"
 #include "net/setup.h"
 #include "net/wire.h"
+#include "tests/common/fuzz_input.h"
 
 using namespace wirewise::net;
 
 namespace {
 
-struct Input {
-  const uint8_t* p;
-  size_t n;
-  uint8_t byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-};
+using wirewise::fuzz::Input;
 
 // Feeds `in` to the far ends of `fds` in pieces whose sizes come from the input, then hangs up.
 void feed(Input& in, const std::vector<int>& far) {

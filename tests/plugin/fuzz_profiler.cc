@@ -32,6 +32,7 @@
 
 #include "common/nccl/profiler.h"
 #include "sim/loader/nccl_loader.h"
+#include "tests/common/fuzz_input.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -45,34 +46,12 @@
 
 namespace {
 
+using wirewise::fuzz::Input;
 using wirewise::loader::Profiler;
 
 void check(bool ok) {
   if (!ok) __builtin_trap();
 }
-
-struct Input {
-  const uint8_t* p;
-  size_t n;
-  uint8_t byte() {
-    if (n == 0) return 0;
-    --n;
-    return *p++;
-  }
-  void bytes(void* out, size_t len) {  // missing bytes read as zero
-    size_t k = len < n ? len : n;
-    std::memcpy(out, p, k);
-    std::memset(static_cast<char*>(out) + k, 0, len - k);
-    p += k;
-    n -= k;
-  }
-  template <class T>
-  T raw() {
-    T v;
-    bytes(&v, sizeof v);
-    return v;
-  }
-};
 
 // NCCL's logger: formats what it is given, so a bad format or argument is a sanitizer report.
 __attribute__((format(printf, 5, 6))) void logger(ncclDebugLogLevel, unsigned long, const char*, int, const char* fmt,
