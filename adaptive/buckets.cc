@@ -5,14 +5,6 @@ namespace wirewise {
 static_assert(SizeBuckets::kPerOctave == 4, "index() takes exactly two fractional bits");
 static_assert(SizeBuckets::kCount == 98);
 
-int SizeBuckets::index(uint64_t nBytes) noexcept {
-  if (nBytes < (uint64_t{1} << kMinLog2)) return 0;
-  if (nBytes >= (uint64_t{1} << kMaxLog2)) return kCount - 1;
-  int log2 = 63 - __builtin_clzll(nBytes);                // kMinLog2 .. kMaxLog2 - 1
-  int frac = static_cast<int>((nBytes >> (log2 - 2)) & 3);  // the two bits below the leading one
-  return 1 + (log2 - kMinLog2) * kPerOctave + frac;
-}
-
 uint64_t SizeBuckets::lowerEdge(int i) noexcept {
   if (i <= 0) return 0;
   if (i >= kCount - 1) return uint64_t{1} << kMaxLog2;

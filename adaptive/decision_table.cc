@@ -81,16 +81,21 @@ void DecisionTable::buildColl(int coll, std::span<const TableRule> rules) {
       if (!pieces.empty() && pieces.back().decision == d) {
         pieces.back().maxBytes = hi;
       } else {
-        pieces.push_back(Split{lo, hi, d});
+        pieces.push_back(Split{lo, hi, d, {}});
       }
       if (!cut) break;
       lo = edges[edge++];
     }
-    Cell& cell = cells_[coll][b];
+    Cell& cell = cells_[collBucket(coll, b)];
+    CostAction& action = actions_[collBucket(coll, b)];
     if (pieces.size() == 1) {
       cell = Cell{pieces[0].decision, 0, 0};
+      action = CostAction::of(pieces[0].decision);
     } else {
       cell = Cell{Decision{}, static_cast<uint32_t>(splits_.size()), static_cast<uint32_t>(pieces.size())};
+      action = CostAction{};
+      action.kind = CostAction::kSplit;
+      for (Split& piece : pieces) piece.action = CostAction::of(piece.decision);
       splits_.insert(splits_.end(), pieces.begin(), pieces.end());
     }
   }
@@ -104,18 +109,22 @@ std::shared_ptr<const DecisionTable> DecisionTable::neutral() {
 
 Decision DecisionTable::lookup(int collType, int bucket, uint64_t nBytes) const noexcept {
   if (collType < 0 || collType >= kNumCollTypes) return Decision{};
-  const Cell& cell = cells_[collType][bucket];
+  const Cell& cell = cells_[collBucket(collType, bucket)];
   if (cell.splitCount == 0) return cell.decision;
+  return findSplit(cell, nBytes).decision;
+}
+
+const DecisionTable::Split& DecisionTable::findSplit(const Cell& cell, uint64_t nBytes) const noexcept {
   const Split* first = splits_.data() + cell.splitBegin;
   const Split* last = first + cell.splitCount;  // pieces cover the bucket: the answer is in [first, last)
   if (cell.splitCount <= kLinearScanMax) {
     for (const Split* s = first; s + 1 < last; ++s) {
-      if (nBytes <= s->maxBytes) return s->decision;
+      if (nBytes <= s->maxBytes) return *s;
     }
-    return (last - 1)->decision;
+    return *(last - 1);
   }
   const Split* s = std::upper_bound(first, last, nBytes, [](uint64_t n, const Split& x) { return n < x.minBytes; });
-  return (s - 1)->decision;
+  return *(s - 1);
 }
 
 std::vector<TableRule> DecisionTable::ranges() const {
@@ -132,7 +141,7 @@ std::vector<TableRule> DecisionTable::ranges() const {
       run = TableRule{c, lo, hi, d};
     };
     for (int b = 0; b < SizeBuckets::kCount; ++b) {
-      const Cell& cell = cells_[c][b];
+      const Cell& cell = cells_[collBucket(c, b)];
       if (cell.splitCount == 0) {
         uint64_t hi = b == SizeBuckets::kCount - 1 ? UINT64_MAX : SizeBuckets::upperEdge(b) - 1;
         add(SizeBuckets::lowerEdge(b), hi, cell.decision);

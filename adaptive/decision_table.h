@@ -22,6 +22,28 @@ struct TableRule {
   friend bool operator==(const TableRule&, const TableRule&) = default;
 };
 
+// getCollInfo's form of a Decision, compiled once when a table is built so that the hot path neither
+// re-derives what a Decision asks of the cost table nor re-checks its channel count on every call.
+struct CostAction {
+  enum Kind : uint8_t {
+    kKeep,         // nothing for getCollInfo to do
+    kChannels,     // only a channel count
+    kEntry,        // force (algo, proto)
+    kAlgoRow,      // algo fixed: the cheapest enabled protocol of it, by NCCL's costs
+    kProtoColumn,  // proto fixed: the cheapest enabled algorithm for it
+    kRefuse,       // names an algorithm or protocol below 0 (no table should): never applies
+    kSplit,        // only in DecisionTable's own array: a cut bucket, whose pieces hold the actions
+  };
+  Kind kind = kKeep;
+  // 0..INT8_MAX for kEntry, kAlgoRow (algo) and kProtoColumn (proto): never negative, so that comparing
+  // them with NCCL's numAlgo and numProto also rejects a count of 0 or below.
+  int8_t algo = kAny;
+  int8_t proto = kAny;
+  uint8_t nChannels = 0;  // 1..kMaxChannels, or 0: leave NCCL's
+  static CostAction of(const Decision& d) noexcept;
+  friend bool operator==(const CostAction&, const CostAction&) = default;
+};
+
 class DecisionTable {
  public:
   // The first rule that covers a size wins, as in NCCL's example tuner. Rules may start and end
@@ -39,6 +61,14 @@ class DecisionTable {
   // The same with the bucket already known (bucket == SizeBuckets::index(nBytes)): getCollInfo computes it
   // once for the table and for the cost-table sights.
   Decision lookup(int collType, int bucket, uint64_t nBytes) const noexcept;
+  // getCollInfo's lookup: the compiled action for the same cell. The caller has checked collType to be in
+  // 0..kNumCollTypes - 1 and passes collBucket(collType, SizeBuckets::index(nBytes)).
+  CostAction action(int collBucketIndex, uint64_t nBytes) const noexcept {
+    const CostAction a = actions_[collBucketIndex];
+    if (a.kind != CostAction::kSplit) [[likely]]
+      return a;
+    return findSplit(cells_[collBucketIndex], nBytes).action;
+  }
 
   // Maximal ranges with one decision each, in order, per collective: what the log and the CLI show.
   // Adjacent equal decisions are merged and keepsNccl() stretches are left out. Sorted by (coll, minBytes).
@@ -59,10 +89,14 @@ class DecisionTable {
   struct Split {
     uint64_t minBytes, maxBytes;
     Decision decision;
+    CostAction action;
   };
   DecisionTable() = default;
+  const Split& findSplit(const Cell& cell, uint64_t nBytes) const noexcept;
   void buildColl(int coll, std::span<const TableRule> rules);
-  Cell cells_[kNumCollTypes][SizeBuckets::kCount];
+  Cell cells_[kNumCollTypes * SizeBuckets::kCount];  // by collBucket(collective, bucket)
+  // getCollInfo's copy, four bytes a cell: CostAction::of(cells_[i].decision), or kSplit for a cut bucket.
+  CostAction actions_[kNumCollTypes * SizeBuckets::kCount];
   std::vector<Split> splits_;
   std::string reason_;
   uint64_t digest_ = 0;
@@ -79,5 +113,7 @@ class DecisionTable {
 // (null cells, numAlgo or numProto <= 0) changes nothing. Out-of-range algo/proto are checked against
 // the view's numAlgo/numProto before any memory is touched.
 bool applyDecision(const Decision& d, CostTableView table, int* nChannels) noexcept;
+// The same for a compiled decision (applyDecision(d, ...) == applyAction(CostAction::of(d), ...)).
+bool applyAction(CostAction a, CostTableView table, int* nChannels) noexcept;
 
 }  // namespace wirewise

@@ -74,7 +74,7 @@ struct SightSlot {
 };
 struct SightTable {
   enum : uint8_t { kEmpty = 0, kWriting = 1, kReady = 2, kSent = 3 };
-  SightSlot slots[kNumCollTypes][SizeBuckets::kCount];
+  SightSlot slots[kNumCollTypes * SizeBuckets::kCount];  // by collBucket(collective, bucket)
 };
 
 }  // namespace wirewise::adapt

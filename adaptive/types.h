@@ -2,6 +2,7 @@
 // shims convert into these types at once (plugin/), and everything else speaks only these.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -48,15 +49,15 @@ struct Decision {
   friend bool operator==(const Decision&, const Decision&) = default;
 };
 
-// One getCollInfo call, already converted from NCCL's arguments.
+// One getCollInfo call, already converted from NCCL's arguments. NCCL's numPipeOps and regBuff are left
+// behind in the shims: both are rank-local, so no decision may depend on them (a rank that chose
+// differently would hang the job). 16 bytes, so that it travels in two registers.
 struct CollRequest {
   int collType = 0;  // raw value from NCCL; validated by the core, never trusted
-  size_t nBytes = 0;
-  int numPipeOps = 1;  // rank-local in principle: never a decision key
-  int regBuff = 0;     // rank-local: never a decision key
   // False for tuner v2, whose cost table the shim has to invent: then only fully specified
   // (algorithm, protocol) decisions apply, never "cheapest of ..." ones.
   bool costsKnown = true;
+  uint64_t nBytes = 0;
 };
 
 // NCCL's cost table: a flat float[numAlgo][numProto] (µs) that NCCL passes cast to float**.
@@ -64,7 +65,7 @@ struct CollRequest {
 class CostTableView {
  public:
   CostTableView(float* cells, int numAlgo, int numProto) : cells_(cells), numAlgo_(numAlgo), numProto_(numProto) {}
-  bool valid() const { return cells_ != nullptr && numAlgo_ > 0 && numProto_ > 0; }
+  bool valid() const { return cells_ != nullptr && std::min(numAlgo_, numProto_) > 0; }
   int numAlgo() const { return numAlgo_; }
   int numProto() const { return numProto_; }
   bool inRange(int a, int p) const { return a >= 0 && p >= 0 && a < numAlgo_ && p < numProto_; }

@@ -1,8 +1,9 @@
 // Calls the plugin's getCollInfo N times for callgrind: instructions per call = (Ir(N2) - Ir(N1)) / (N2 - N1),
 // so setup, dlopen and init cancel out. Mode "call" copies a fresh cost table and calls getCollInfo; mode
 // "nothing" does the same loop through a do-nothing getCollInfo (the baseline: a tuner that leaves
-// every choice to NCCL), so the copy and the call itself are subtracted; mode "copy" only copies.
-//   ww_callgrind_driver LIBRARY call|nothing|copy N
+// every choice to NCCL), so the copy and the call itself are subtracted; mode "copy" only copies. TABLE
+// picks the static table (bench/plugin_session.h): "nine" (a nine-rule CSV, the default) or "cut".
+//   ww_callgrind_driver LIBRARY call|nothing|copy N [nine|cut]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,15 +22,17 @@ __attribute__((noinline)) ncclResult_t nothingGetCollInfo(void*, ncclFunc_t, siz
 
 int main(int argc, char** argv) {
   using namespace wirewise::bench;
-  const bool known = argc == 4 && (std::strcmp(argv[2], "call") == 0 || std::strcmp(argv[2], "nothing") == 0 ||
+  const bool tableOk = argc == 4 || (argc == 5 && (std::strcmp(argv[4], "nine") == 0 || std::strcmp(argv[4], "cut") == 0));
+  const bool known = tableOk && (std::strcmp(argv[2], "call") == 0 || std::strcmp(argv[2], "nothing") == 0 ||
                                    std::strcmp(argv[2], "copy") == 0);
   if (!known) {
-    std::fprintf(stderr, "usage: %s LIBRARY call|nothing|copy N\n", argv[0]);
+    std::fprintf(stderr, "usage: %s LIBRARY call|nothing|copy N [nine|cut]\n", argv[0]);
     return 2;
   }
   const bool call = std::strcmp(argv[2], "copy") != 0;
   const long n = std::strtol(argv[3], nullptr, 10);
-  PluginSession s = openSession(argv[1]);
+  const BenchTable kind = argc == 5 && std::strcmp(argv[4], "cut") == 0 ? BenchTable::CutBuckets : BenchTable::NineRuleCsv;
+  PluginSession s = openSession(argv[1], kind);
   if (!s.error.empty()) {
     std::fprintf(stderr, "ww_callgrind_driver: %s\n", s.error.c_str());
     return 1;

@@ -29,12 +29,31 @@ std::vector<uint64_t> ruleEdges() {
   return edges;
 }
 
-std::string writeConfig(size_t* rules) {
+// Nine rules in the example tuner's CSV: all five collectives, full (algorithm, protocol) choices with and
+// without a channel count, a protocol-only and an algorithm-only rule, a channels-only one, and inclusive
+// maximums one byte past a power of two as users copy them from the example (so two buckets are cut).
+constexpr const char* kNineRules =
+    "allreduce,0,65536,tree,ll,-1,-1,-1\n"
+    "allreduce,65537,4194303,ring,ll128,8,-1,-1\n"
+    "allreduce,4194304,-1,ring,simple,16,2,-1\n"
+    "broadcast,0,32767,tree,simple,-1,-1,-1\n"
+    "broadcast,32768,-1,-1,-1,4,-1,-1\n"
+    "allgather,0,-1,ring,ll128,-1,-1,16\n"
+    "reducescatter,0,131072,-1,ll,-1,-1,-1\n"
+    "reducescatter,131073,-1,ring,simple,-1,-1,-1\n"
+    "reduce,0,-1,tree,-1,-1,-1,-1\n";
+
+std::string writeConfig(BenchTable kind, size_t* rules) {
   char path[] = "/tmp/ww_bench_table_XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0) return "";
   close(fd);
   std::ofstream out(path);
+  if (kind == BenchTable::NineRuleCsv) {
+    out << kNineRules;
+    *rules = 9;
+    return out.good() ? path : "";
+  }
   out << "{\"version\": 1, \"rules\": [\n";
   std::vector<uint64_t> edges = ruleEdges();
   *rules = 0;
@@ -64,7 +83,7 @@ bool inCutBucket(uint64_t nBytes, const std::vector<uint64_t>& edges) {
 
 }  // namespace
 
-PluginSession openSession(const std::string& libraryPath) {
+PluginSession openSession(const std::string& libraryPath, BenchTable kind) {
   PluginSession s;
   for (auto& row : s.costs)
     for (float& v : row) v = -1.0f;
@@ -73,23 +92,26 @@ PluginSession openSession(const std::string& libraryPath) {
     s.costs[NCCL_ALGO_RING][p] = 12.0f + p;
     s.costs[NCCL_ALGO_PAT][p] = 30.0f + p;
   }
+  // Where a rule starts (or ends, plus one): a bucket holding one strictly inside is cut.
   std::vector<uint64_t> edges = ruleEdges();
+  const std::vector<uint64_t> nineRuleEdges = {32768, 65537, 131073, 4194304};
+  const std::vector<uint64_t>& tableEdges = kind == BenchTable::NineRuleCsv ? nineRuleEdges : edges;
   const std::pair<ncclFunc_t, uint64_t> candidates[] = {
       {ncclFuncAllReduce, 4096},          {ncclFuncAllReduce, 65536},      {ncclFuncAllReduce, edges[12]},
       {ncclFuncAllGather, edges[20] - 1}, {ncclFuncReduceScatter, 1 << 20}, {ncclFuncAllReduce, uint64_t{64} << 20},
       {ncclFuncBroadcast, edges[30]},     {ncclFuncReduce, 300}};
   for (auto [coll, bytes] : candidates)
-    s.probes.push_back({coll, static_cast<size_t>(bytes), inCutBucket(bytes, edges) ? "split" : "bucket"});
+    s.probes.push_back({coll, static_cast<size_t>(bytes), inCutBucket(bytes, tableEdges) ? "split" : "bucket"});
   // Plus the first two whole (uncut) buckets from 8 KiB and from 16 MiB, so both lookup paths are measured.
   for (uint64_t from : {uint64_t{8} << 10, uint64_t{16} << 20}) {
     for (int b = SizeBuckets::index(from); b < SizeBuckets::kCount - 1; ++b) {
-      if (inCutBucket(SizeBuckets::lowerEdge(b), edges)) continue;
+      if (inCutBucket(SizeBuckets::lowerEdge(b), tableEdges)) continue;
       s.probes.push_back({ncclFuncAllReduce, static_cast<size_t>(SizeBuckets::lowerEdge(b)), "bucket"});
       break;
     }
   }
 
-  s.configPath = writeConfig(&s.rules);
+  s.configPath = writeConfig(kind, &s.rules);
   if (s.configPath.empty()) return s.error = "cannot write the generated config", s;
   setenv(settingName(&Settings::config), s.configPath.c_str(), 1);
   setenv(settingName(&Settings::logPath), "none", 1);

@@ -60,10 +60,11 @@ inline ncclResult_t getChunkSize(void* context, ncclFunc_t collType, size_t nByt
 // Flattened: the core's hot path is inlined here (its rare paths are noinline), which saves the call,
 // the request's trip through memory and a second prologue on every collective.
 __attribute__((flatten)) inline ncclResult_t costTableGetCollInfo(void* context, ncclFunc_t collType, size_t nBytes,
-                                                                  int numPipeOps, float** collCostTable, int numAlgo,
-                                                                  int numProto, int regBuff, int* nChannels) {
+                                                                  int /*numPipeOps*/, float** collCostTable,
+                                                                  int numAlgo, int numProto, int /*regBuff*/,
+                                                                  int* nChannels) {
   CostTableView table(reinterpret_cast<float*>(collCostTable), numAlgo, numProto);
-  return tunerGetCollInfo(context, {static_cast<int>(collType), nBytes, numPipeOps, regBuff, true}, table, nChannels);
+  return tunerGetCollInfo(context, {static_cast<int>(collType), true, nBytes}, table, nChannels);
 }
 
 // v4, v5 and v6 profiler init take the same values (v4 in a different order).

@@ -11,7 +11,7 @@ ncclResult_t init(size_t nRanks, size_t nNodes, ncclDebugLogger_t logFunction, v
 }
 
 ncclResult_t getCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int collNetSupport, int nvlsSupport,
-                         int numPipeOps, int* algorithm, int* protocol, int* nChannels) {
+                         int /*numPipeOps*/, int* algorithm, int* protocol, int* nChannels) {
   float cells[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
   for (int a = 0; a < NCCL_NUM_ALGORITHMS; ++a) {
     bool collNet = a == NCCL_ALGO_COLLNET_DIRECT || a == NCCL_ALGO_COLLNET_CHAIN;
@@ -20,7 +20,7 @@ ncclResult_t getCollInfo(void* context, ncclFunc_t collType, size_t nBytes, int 
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; ++p) cells[a][p] = enabled ? 1.0f : -1.0f;
   }
   wirewise::CostTableView table(&cells[0][0], NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS);
-  wirewise::tunerGetCollInfo(context, {static_cast<int>(collType), nBytes, numPipeOps, 0, false}, table, nChannels);
+  wirewise::tunerGetCollInfo(context, {static_cast<int>(collType), false, nBytes}, table, nChannels);
   for (int a = 0; a < NCCL_NUM_ALGORITHMS; ++a) {
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; ++p) {
       if (cells[a][p] == 0.0f && algorithm != nullptr && protocol != nullptr) {

@@ -47,7 +47,7 @@ void fillSights(control::Member& m, control::Report* r) {
   if (!m.sights) return;
   for (int c = 0; c < kNumCollTypes; ++c)
     for (int b = 0; b < SizeBuckets::kCount && r->sights.size() < control::kMaxReportSights; ++b) {
-      adapt::SightSlot& s = m.sights->slots[c][b];
+      adapt::SightSlot& s = m.sights->slots[collBucket(c, b)];
       if (s.state.load(std::memory_order_acquire) != adapt::SightTable::kReady) continue;
       adapt::Sight out;
       out.coll = static_cast<int8_t>(c);

@@ -52,6 +52,9 @@ struct TunerComm {
   uint64_t nextIndex = 0;
   std::shared_ptr<control::Member> member;
   adapt::SightTable* sights = nullptr;  // member->sights: NCCL's cost tables for the policy
+  // Cells (collBucket) this comm's getCollInfo has already been through once, sights or not: a byte the
+  // hot path tests instead of a sight slot's state. Only that thread reads or writes it.
+  uint8_t looked[kNumCollTypes * SizeBuckets::kCount] = {};
   std::string coordinator;
   int64_t syncTimeoutMs = 30000, joinTimeoutMs = 10000, giveUpMs = 0;
   // Time this comm's getCollInfo spent waiting for verdicts (and for its own I/O thread's answer), µs.
@@ -179,22 +182,14 @@ __attribute__((noinline, cold)) bool crossBoundary(TunerComm& c, uint64_t seq) n
   return true;
 }
 
-// NCCL's untouched cost table, the first time a (collective, bucket) is seen: the policy's prior. Cold.
-__attribute__((noinline, cold)) void recordSight(adapt::SightSlot& s, const CollRequest& req,
-                                                 CostTableView table) noexcept {
+// NCCL's untouched cost table, the first time a (collective, bucket) is seen: the policy's prior.
+void recordSight(adapt::SightSlot& s, uint64_t nBytes, CostTableView table) noexcept {
+  if (!table.valid() || s.state.load(std::memory_order_relaxed) != adapt::SightTable::kEmpty) return;
   s.state.store(adapt::SightTable::kWriting, std::memory_order_relaxed);
-  s.bytes = req.nBytes;
+  s.bytes = nBytes;
   for (int a = 0; a < kNumAlgos; ++a)
     for (int p = 0; p < kNumProtos; ++p) s.cost[a][p] = table.inRange(a, p) ? table.get(a, p) : -1.0f;
   s.state.store(adapt::SightTable::kReady, std::memory_order_release);
-}
-
-// collType already checked to be in range, bucket == SizeBuckets::index(req.nBytes).
-inline void noteSight(adapt::SightTable& t, const CollRequest& req, int bucket, CostTableView table) noexcept {
-  if (!req.costsKnown) return;
-  adapt::SightSlot& s = t.slots[req.collType][bucket];
-  if (s.state.load(std::memory_order_relaxed) == adapt::SightTable::kEmpty) [[unlikely]]
-    recordSight(s, req, table);
 }
 
 uint64_t memberIdOf(const std::string& host, const void* context) {
@@ -291,30 +286,66 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
   return ncclSuccess;
 }
 
+namespace {
+
+// getCollInfo in three parts, so that the common call is one straight line that keeps nothing live across a
+// call (no registers to save): the gate, the checks that find the cell, and the table applied. The two rare
+// events, a boundary and a cell's first sight, go out of line and finish the call themselves.
+
+// The table in force applied to NCCL's cost table; cell == collBucket(req.collType, bucket of req.nBytes).
+inline ncclResult_t applyTable(TunerComm& c, const CollRequest& req, int cell, CostTableView table,
+                               int* nChannels) noexcept {
+  // Every table, the neutral one included, answers kKeep where it has nothing to say, and observe mode
+  // only ever has the neutral one.
+  const DecisionTable* t = c.table.load(std::memory_order_acquire);
+  if (t == nullptr) return ncclSuccess;
+  const CostAction a = t->action(cell, req.nBytes);
+  if (a.kind == CostAction::kKeep) return ncclSuccess;
+  // Tuner v2's cost table is the shim's invention: "the cheapest of ..." would read nothing of NCCL's.
+  if (!req.costsKnown && (a.kind == CostAction::kAlgoRow || a.kind == CostAction::kProtoColumn)) return ncclSuccess;
+  if (applyAction(a, table, nChannels))
+    c.applied.fetch_add(1, std::memory_order_relaxed);
+  else
+    c.kept.fetch_add(1, std::memory_order_relaxed);
+  return ncclSuccess;
+}
+
+// The first call of a comm in a cell. The request travels by value (two registers): a reference would
+// make every call build it in memory.
+__attribute__((noinline, cold)) ncclResult_t firstLook(TunerComm& c, CollRequest req, int cell, CostTableView table,
+                                                       int* nChannels) noexcept {
+  c.looked[cell] = 1;
+  if (c.sights != nullptr && req.costsKnown) recordSight(c.sights->slots[cell], req.nBytes, table);
+  return applyTable(c, req, cell, table, nChannels);
+}
+
+inline ncclResult_t afterGate(TunerComm& c, const CollRequest& req, CostTableView table, int* nChannels) noexcept {
+  if (static_cast<unsigned>(req.collType) >= static_cast<unsigned>(kNumCollTypes)) return ncclSuccess;
+  const int cell = collBucket(req.collType, SizeBuckets::index(req.nBytes));
+  if (c.looked[cell] == 0) [[unlikely]]
+    return firstLook(c, req, cell, table, nChannels);
+  return applyTable(c, req, cell, table, nChannels);
+}
+
+__attribute__((noinline, cold)) ncclResult_t atBoundary(TunerComm& c, uint64_t seq, CollRequest req,
+                                                        CostTableView table, int* nChannels) noexcept {
+  if (!crossBoundary(c, seq)) return ncclInternalError;  // after WIREWISE_SYNC_GIVE_UP_MS at one boundary
+  return afterGate(c, req, table, nChannels);
+}
+
+}  // namespace
+
 ncclResult_t tunerGetCollInfo(void* context, const CollRequest& req, CostTableView table, int* nChannels) noexcept {
   auto* c = static_cast<TunerComm*>(context);
-  if (c == nullptr || nChannels == nullptr) return ncclSuccess;
+  if (c == nullptr) return ncclSuccess;  // (a null nChannels is never written: applyAction checks it)
   // seq names the same collective on every rank; the hot path's only agreement work is this compare.
   // Both accesses are sequentially consistent (a locked add and a plain load on x86): a proposal's answer
   // depends on their order against the I/O thread's (control::Member::answer).
   control::Gate& g = *c->gate;
   const uint64_t seq = g.calls.fetch_add(1);
   if (seq >= g.nextBoundary.load()) [[unlikely]]
-    if (!crossBoundary(*c, seq)) return ncclInternalError;  // after WIREWISE_SYNC_GIVE_UP_MS at one boundary
-  if (c->mode != Mode::Apply) return ncclSuccess;
-  const DecisionTable* t = c->table.load(std::memory_order_acquire);
-  if (!table.valid() || req.collType < 0 || req.collType >= kNumCollTypes) return ncclSuccess;
-  const int bucket = SizeBuckets::index(req.nBytes);  // once, for the sights and the table
-  if (c->sights != nullptr) noteSight(*c->sights, req, bucket, table);
-  if (t == nullptr || t->isNeutral()) return ncclSuccess;
-  Decision d = t->lookup(req.collType, bucket, req.nBytes);
-  if (d.keepsCostTable()) return ncclSuccess;
-  if (!req.costsKnown && (d.algo == kAny) != (d.proto == kAny)) return ncclSuccess;
-  if (applyDecision(d, table, nChannels))
-    c->applied.fetch_add(1, std::memory_order_relaxed);
-  else
-    c->kept.fetch_add(1, std::memory_order_relaxed);
-  return ncclSuccess;
+    return atBoundary(*c, seq, req, table, nChannels);
+  return afterGate(*c, req, table, nChannels);
 }
 
 ncclResult_t tunerGetChunkSize(void* context, const ChunkRequest& req, size_t* chunkSize) noexcept {

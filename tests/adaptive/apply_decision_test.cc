@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "adaptive/decision_table.h"
@@ -151,6 +153,16 @@ TEST(ApplyDecision, InvalidViewAndNullChannelsAreSafe) {
   EXPECT_TRUE(applyDecision(Decision{kAlgoRing, kProtoLL, 8}, CostTableView(t.data(), 7, 3), nullptr));
   EXPECT_FALSE(applyDecision(Decision{kAny, kAny, 8}, CostTableView(t.data(), 7, 3), nullptr));
   EXPECT_FALSE(applyDecision(Decision{}, CostTableView(t.data(), 7, 3), &nCh));
+  // Counts of 0 or below refuse every kind of decision (no cell is read: the view would be garbage).
+  t.assign(21, 1.0f);
+  for (auto [numAlgo, numProto] : {std::pair{0, 3}, {7, 0}, {-1, 3}, {7, -4}, {INT_MIN, INT_MIN}}) {
+    for (Decision d : {Decision{kAlgoRing, kProtoLL, 8}, Decision{kAlgoRing, kAny, 8}, Decision{kAny, kProtoLL, 8},
+                       Decision{kAny, kAny, 8}}) {
+      EXPECT_FALSE(applyDecision(d, CostTableView(t.data(), numAlgo, numProto), &nCh)) << numAlgo << "x" << numProto;
+    }
+  }
+  EXPECT_EQ(nCh, 0);
+  EXPECT_EQ(t, std::vector<float>(21, 1.0f));
 }
 
 }  // namespace

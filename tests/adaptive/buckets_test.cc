@@ -71,6 +71,17 @@ TEST(SizeBuckets, ExtremesAndClamping) {
   EXPECT_EQ(SizeBuckets::upperEdge(1000), UINT64_MAX);
 }
 
+// index() reads the bucket off a double: every power of two and its neighbours, up to 2^64 - 1, where
+// the conversion rounds (above 2^53) or turns negative (from 2^63).
+TEST(SizeBuckets, PowersOfTwoAndNeighboursAgreeWithReference) {
+  auto edges = referenceEdges();
+  for (int k = 0; k < 64; ++k) {
+    const uint64_t p = uint64_t{1} << k;
+    for (uint64_t n : {p - 1, p, p + 1, p + p / 4 - 1, p + p / 4, p + p / 2 + 1, p | (p - 1)})
+      ASSERT_EQ(SizeBuckets::index(n), referenceIndex(edges, n)) << n;
+  }
+}
+
 TEST(SizeBuckets, ExhaustiveSmallSizesAgreeWithReference) {
   auto edges = referenceEdges();
   int prev = 0;

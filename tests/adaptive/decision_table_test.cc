@@ -109,9 +109,33 @@ TEST(DecisionTable, RandomRuleSetsMatchFirstMatchReference) {
       for (int c : {-1, 0, 1, 2, 3, 4, 5, INT_MIN, INT_MAX}) {
         ASSERT_EQ(t->lookup(c, n), reference(rules, c, n)) << "set " << set << " coll " << c << " size " << n;
       }
+      // getCollInfo's compiled form of the same cell, cut buckets included.
+      for (int c = 0; c < kNumCollTypes; ++c) {
+        ASSERT_EQ(t->action(collBucket(c, SizeBuckets::index(n)), n), CostAction::of(reference(rules, c, n)))
+            << "set " << set << " coll " << c << " size " << n;
+      }
     }
     expectRangesConsistent(*t);
   }
+}
+
+// What getCollInfo does with each kind of decision, compiled once: the kind, and a channel count only
+// when NCCL could take it.
+TEST(CostAction, CompilesEachKindOfDecision) {
+  EXPECT_EQ(CostAction::of(Decision{}).kind, CostAction::kKeep);
+  EXPECT_EQ(CostAction::of(dec(1, 2)).kind, CostAction::kEntry);
+  EXPECT_EQ(CostAction::of(dec(1, kAny)).kind, CostAction::kAlgoRow);
+  EXPECT_EQ(CostAction::of(dec(kAny, 0)).kind, CostAction::kProtoColumn);
+  EXPECT_EQ(CostAction::of(dec(kAny, kAny, 8)).kind, CostAction::kChannels);
+  EXPECT_EQ(CostAction::of(dec(kAny, kAny, 8)).nChannels, 8);
+  EXPECT_EQ(CostAction::of(dec(kAny, kAny, 65)).kind, CostAction::kChannels);  // applies nothing
+  EXPECT_EQ(CostAction::of(dec(kAny, kAny, 65)).nChannels, 0);
+  EXPECT_EQ(CostAction::of(dec(-3, 2)).kind, CostAction::kRefuse);
+  EXPECT_EQ(CostAction::of(dec(kAny, -2, 4)).kind, CostAction::kRefuse);
+  // A chunk size alone is getChunkSize's: nothing for getCollInfo.
+  Decision chunkOnly;
+  chunkOnly.chunkBytes = 1 << 20;
+  EXPECT_EQ(CostAction::of(chunkOnly).kind, CostAction::kKeep);
 }
 
 TEST(DecisionTable, RuleEdgesInsideABucketAreExact) {
