@@ -53,8 +53,9 @@ struct TunerComm {
   std::shared_ptr<control::Member> member;
   adapt::SightTable* sights = nullptr;  // member->sights: NCCL's cost tables for the policy
   // Cells (collBucket) this comm's getCollInfo has already been through once, sights or not: a byte the
-  // hot path tests instead of a sight slot's state. Only that thread reads or writes it.
-  uint8_t looked[kNumCollTypes * SizeBuckets::kCount] = {};
+  // hot path tests instead of a sight slot's state. Atomic (relaxed: a plain load on x86) because nothing
+  // stops a caller from calling one comm's getCollInfo from two threads at once; NCCL does not.
+  std::atomic<uint8_t> looked[kNumCollTypes * SizeBuckets::kCount] = {};
   std::string coordinator;
   int64_t syncTimeoutMs = 30000, joinTimeoutMs = 10000, giveUpMs = 0;
   // Time this comm's getCollInfo spent waiting for verdicts (and for its own I/O thread's answer), µs.
@@ -184,8 +185,10 @@ __attribute__((noinline, cold)) bool crossBoundary(TunerComm& c, uint64_t seq) n
 
 // NCCL's untouched cost table, the first time a (collective, bucket) is seen: the policy's prior.
 void recordSight(adapt::SightSlot& s, uint64_t nBytes, CostTableView table) noexcept {
-  if (!table.valid() || s.state.load(std::memory_order_relaxed) != adapt::SightTable::kEmpty) return;
-  s.state.store(adapt::SightTable::kWriting, std::memory_order_relaxed);
+  if (!table.valid()) return;
+  // Taken by exactly one writer, even if two threads of one comm get here at once.
+  uint8_t empty = adapt::SightTable::kEmpty;
+  if (!s.state.compare_exchange_strong(empty, adapt::SightTable::kWriting, std::memory_order_relaxed)) return;
   s.bytes = nBytes;
   for (int a = 0; a < kNumAlgos; ++a)
     for (int p = 0; p < kNumProtos; ++p) s.cost[a][p] = table.inRange(a, p) ? table.get(a, p) : -1.0f;
@@ -314,7 +317,7 @@ inline ncclResult_t applyTable(TunerComm& c, const CollRequest& req, int cell, C
 // make every call build it in memory.
 __attribute__((noinline, cold)) ncclResult_t firstLook(TunerComm& c, CollRequest req, int cell, CostTableView table,
                                                        int* nChannels) noexcept {
-  c.looked[cell] = 1;
+  c.looked[cell].store(1, std::memory_order_relaxed);
   if (c.sights != nullptr && req.costsKnown) recordSight(c.sights->slots[cell], req.nBytes, table);
   return applyTable(c, req, cell, table, nChannels);
 }
@@ -322,7 +325,7 @@ __attribute__((noinline, cold)) ncclResult_t firstLook(TunerComm& c, CollRequest
 inline ncclResult_t afterGate(TunerComm& c, const CollRequest& req, CostTableView table, int* nChannels) noexcept {
   if (static_cast<unsigned>(req.collType) >= static_cast<unsigned>(kNumCollTypes)) return ncclSuccess;
   const int cell = collBucket(req.collType, SizeBuckets::index(req.nBytes));
-  if (c.looked[cell] == 0) [[unlikely]]
+  if (c.looked[cell].load(std::memory_order_relaxed) == 0) [[unlikely]]
     return firstLook(c, req, cell, table, nChannels);
   return applyTable(c, req, cell, table, nChannels);
 }
