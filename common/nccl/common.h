@@ -10,7 +10,7 @@
 extern "C" {
 
 // nccl.h: return codes. Only ncclSuccess ever leaves getCollInfo and the profiler callbacks.
-typedef enum {
+typedef enum : int {
   ncclSuccess = 0,
   ncclUnhandledCudaError = 1,
   ncclSystemError = 2,
@@ -23,7 +23,7 @@ typedef enum {
 } ncclResult_t;
 
 // nccl_common.h: log levels (an int-sized enum) and subsystem bit flags.
-typedef enum {
+typedef enum : int {
   NCCL_LOG_NONE = 0,
   NCCL_LOG_VERSION = 1,
   NCCL_LOG_WARN = 2,
@@ -32,7 +32,7 @@ typedef enum {
   NCCL_LOG_TRACE = 5
 } ncclDebugLogLevel;
 
-typedef enum {
+typedef enum : int {
   NCCL_INIT = 0x1,
   NCCL_COLL = 0x2,
   NCCL_P2P = 0x4,
@@ -56,7 +56,7 @@ typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, 
                                   const char* fmt, ...);
 
 // nccl_common.h: collective kinds. The tuner only ever sees 0..4 (NCCL_NUM_FUNCTIONS = 5).
-typedef enum {
+typedef enum : int {
   ncclFuncBroadcast = 0,
   ncclFuncReduce = 1,
   ncclFuncAllGather = 2,
@@ -97,6 +97,9 @@ typedef enum {
 #define NCCL_HW_PCI 1
 #define NCCL_HW_NET 2
 
+// NCCL's enums are int-sized C enums. Ours name int as their underlying type, so that any value NCCL (or a
+// fuzzer) passes is a valid value of the type: without it a value outside the enumerators' range would be
+// undefined behaviour to load (UBSan's -fsanitize=enum), and the core would have nothing sound to check.
 static_assert(sizeof(ncclResult_t) == 4 && sizeof(ncclDebugLogLevel) == 4 && sizeof(ncclFunc_t) == 4,
               "NCCL passes these enums as int");
 static_assert(ncclNumResults == 8 && ncclFuncAllReduce == 4 && ncclNumFuncs == 11, "enum values per NCCL 2.28.9");

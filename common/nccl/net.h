@@ -30,7 +30,7 @@ typedef ncclResult_t (*ncclProfilerCallback_t)(void** eHandle, int type, void* p
                                                void* extData);
 
 // net_device.h: offload type; wirewise is always HOST (no device-side code).
-typedef enum {
+typedef enum : int {
   NCCL_NET_DEVICE_HOST = 0,
   NCCL_NET_DEVICE_UNPACK = 1,
   NCCL_NET_DEVICE_GIN_PROXY = 2,

@@ -34,7 +34,7 @@ enum {
 extern "C" {
 
 // Same values for v1..v5. Names of 23/24 differ between NCCL's own files; only the numbers matter.
-typedef enum {
+typedef enum : int {
   ncclProfilerProxyOpSendPosted = 0,  // 0..7 deprecated since v4
   ncclProfilerProxyOpSendRemFifoWait = 1,
   ncclProfilerProxyOpSendTransmitted = 2,
