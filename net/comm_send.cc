@@ -44,6 +44,15 @@ void tuneStream(int fd, uint64_t railTimeoutNs) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  // A closed window (the peer's application not reading) is back-pressure, and looksDead() waits it out.
+  // If the link dies meanwhile, nothing but the kernel's zero-window probes can tell, and by default the
+  // kernel retries them for many minutes, so the sender would hang that long. TCP_USER_TIMEOUT bounds how
+  // long sent data or probes may go unanswered: a live peer's kernel answers probes whatever its
+  // application does, so only a dead link reaches it; the stream then leaves ESTABLISHED, and looksDead()
+  // and the writes see it. Four rail timeouts, so that a live but lossy link is never cut by it first.
+  const unsigned userTimeoutMs =
+      static_cast<unsigned>(std::clamp<uint64_t>(4 * (railTimeoutNs / 1'000'000ull), 1000, 600'000));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeoutMs, sizeof userTimeoutMs);
 }
 
 SendComm::SendComm(std::vector<StreamFd> streams, int nRails, const std::vector<double>& railRates,

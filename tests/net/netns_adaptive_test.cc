@@ -339,6 +339,62 @@ TEST_F(Netns, BothRailsSetDownIsAnErrorOnBothEndsNotAHang) {
   EXPECT_LT(r.received, 300);
 }
 
+// The receiver stops reading, so every stream's window closes (back-pressure, which the sender must wait
+// out); then both links die. Only the kernel's zero-window probes can notice, and without a bound on them
+// (TCP_USER_TIMEOUT, net/comm_send.cc) the sender waited minutes: CI saw a 60 s hang here once, in the
+// test above, when the window happened to be closed as the links went down.
+TEST_F(Netns, LinksThatDieWhileThePeerIsNotReadingAreAnErrorNotAHang) {
+  TransportConfig config;
+  config.chunkBytes = 64 << 10;
+  config.railTimeoutMs = 1000;
+  setConfig(config);
+  std::atomic<bool> senderDone{false};
+  std::string sendError;
+  double errorAfter = -1.0;
+  runFns(
+      [&](void* sc) {
+        struct Done {  // the receiver waits for this, however the sender ends
+          std::atomic<bool>& flag;
+          ~Done() { flag.store(true); }
+        } done{senderDone};
+        if (sc == nullptr) return void(sendError = "connect");
+        constexpr int kInFlight = 16;
+        constexpr size_t kBytes = 4 << 20;  // 64 MiB in flight: far beyond both ends' socket buffers
+        std::vector<std::vector<char>> bufs(kInFlight, std::vector<char>(kBytes, 'x'));
+        std::vector<void*> reqs(kInFlight, nullptr);
+        for (int i = 0; i < kInFlight; ++i)
+          if (isend(sc, bufs[i].data(), kBytes, 0, &reqs[i]) != Status::kOk || reqs[i] == nullptr)
+            return void(sendError = "isend");
+        // Long enough for the windows to close: the receiver reads nothing.
+        for (auto until = Clock::now() + std::chrono::seconds(2); Clock::now() < until;) {
+          for (void*& r : reqs) {
+            int finished = 0;
+            if (r != nullptr && test(r, &finished, nullptr) != Status::kOk) return void(sendError = "test before down");
+            if (finished) r = nullptr;  // a finished request is NCCL's again: never tested twice
+          }
+        }
+        if (std::count(reqs.begin(), reqs.end(), nullptr) == kInFlight) return void(sendError = "all sent: no window closed");
+        linkDown(0);
+        linkDown(1);
+        const auto downAt = Clock::now();
+        for (void* r : reqs) {
+          if (r == nullptr) continue;
+          if (Status st = waitDone(r, nullptr, std::chrono::seconds(30)); st != Status::kOk) {
+            sendError = "send test " + std::to_string(static_cast<int>(st));
+            break;
+          }
+        }
+        errorAfter = std::chrono::duration<double>(Clock::now() - downAt).count();
+      },
+      [&](void* rc) {
+        // Accepted, then never read from, until the sender is done.
+        while (rc != nullptr && !senderDone.load()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      });
+  std::printf("[netns not reading, all down] sender: '%s' %.2f s after\n", sendError.c_str(), errorAfter);
+  EXPECT_NE(sendError.find(" 5"), std::string::npos) << sendError;  // kRemoteError, not waitDone's own limit (2)
+  EXPECT_LT(errorAfter, 10.0);
+}
+
 // Rail 1 goes down on the sender's side mid-transfer and stays down until the sender has declared it dead
 // (and failed to reconnect for a while: no route), then comes back. The sender reopens the stream on its
 // own (backoff 250 ms doubling to 4 s) to the receive comm's own listener (the listen comm is closed right
