@@ -44,15 +44,6 @@ void tuneStream(int fd, uint64_t railTimeoutNs) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
-  // A closed window (the peer's application not reading) is back-pressure, and looksDead() waits it out.
-  // If the link dies meanwhile, nothing but the kernel's zero-window probes can tell, and by default the
-  // kernel retries them for many minutes, so the sender would hang that long. TCP_USER_TIMEOUT bounds how
-  // long sent data or probes may go unanswered: a live peer's kernel answers probes whatever its
-  // application does, so only a dead link reaches it; the stream then leaves ESTABLISHED, and looksDead()
-  // and the writes see it. Four rail timeouts, so that a live but lossy link is never cut by it first.
-  const unsigned userTimeoutMs =
-      static_cast<unsigned>(std::clamp<uint64_t>(4 * (railTimeoutNs / 1'000'000ull), 1000, 600'000));
-  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeoutMs, sizeof userTimeoutMs);
 }
 
 SendComm::SendComm(std::vector<StreamFd> streams, int nRails, const std::vector<double>& railRates,
@@ -154,6 +145,11 @@ bool SendComm::peerReading(const Stream& st, bool* established) const {
   if (getsockopt(st.s.fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return true;
   *established = info.tcpi_state == kTcpEstablished;
   if (info.tcpi_unacked > 0) return true;
+  // A closed window is back-pressure only while the peer's kernel answers the zero-window probes (it does,
+  // whatever its application does; each answer resets the count). Two unanswered in a row: the link is
+  // gone, and the kernel alone would go on probing for many minutes. Counted as "reading" so that
+  // looksDead() kills the stream.
+  if (info.tcpi_probes >= 2) return true;
   const bool haveWindow = len >= offsetof(tcp_info, tcpi_snd_wnd) + sizeof info.tcpi_snd_wnd;
   return !haveWindow || info.tcpi_snd_wnd > 0;
 }
