@@ -19,10 +19,7 @@ n2=100001
 # shellcheck source=bench/callgrind_lib.sh
 . "$(dirname "$0")/callgrind_lib.sh"
 callgrind_require
-work=$(mktemp -d "${TMPDIR:-/tmp}/ww_callgrind.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-
-ir() { callgrind_ir "$work/$1-$2-$3.out" "$driver" "$library" "$1" "$2" "$3"; }
+callgrind_setup ww_callgrind
 
 status=0
 for table in nine cut; do

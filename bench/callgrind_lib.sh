@@ -21,3 +21,12 @@ callgrind_ir() {
   }
   sed -n 's/^totals: *\([0-9]*\).*/\1/p; s/^summary: *\([0-9]*\).*/\1/p' "$out-01" | head -n 1
 }
+
+# callgrind_setup NAME: a work directory ($work) removed on exit, for ir below.
+callgrind_setup() {
+  work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+}
+
+# ir A B C: the main thread's Ir of "$driver" "$library" A B C (both set by the calling script).
+ir() { callgrind_ir "$work/$1-$2-$3.out" "$driver" "$library" "$1" "$2" "$3"; }
