@@ -22,6 +22,24 @@ struct CollSample {
   uint16_t slowRatioQ8 = 0;
 };
 
+// One completed collective as the profiler records it on NCCL's thread: NCCL's own strings and element
+// count, not yet resolved (EventSink::drain resolves them into a CollSample on the consumer's thread, so
+// that NCCL's thread never compares a string). The strings are NCCL's static ones (ncclFuncToString and
+// the like): they outlive every record.
+struct CollRecord {
+  uint64_t seqNumber = 0;
+  uint64_t collIndex = 0;
+  uint64_t count = 0;  // elements, per rank for AllGather/ReduceScatter
+  const char* func = nullptr;
+  const char* datatype = nullptr;
+  const char* algo = nullptr;
+  const char* proto = nullptr;
+  uint64_t durationNs = 0;
+  uint64_t slowChannels = 0;
+  uint16_t slowRatioQ8 = 0;
+  uint8_t nChannels = 0;
+};
+
 // A channel is slow when its time exceeds the median channel's by this factor: well above the spread of
 // a healthy kernel's channels, well below what a shared degraded NIC does (2x and more).
 inline constexpr double kSlowChannelFactor = 1.2;

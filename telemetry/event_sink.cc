@@ -1,6 +1,7 @@
 // EventSink: see event_sink.h for the contract. All state transitions of a Coll slot are RMWs on one
 // 64-bit control word, so "the collective is complete" becomes true at exactly one transition and
-// exactly one thread finalizes it (emits the sample and frees the slot).
+// exactly one thread finalizes it (emits the sample and frees the slot). A KernelCh child has no slot of
+// its own: it lives in its parent's, as one bit of `live` and one entry of t0/t1.
 #include "telemetry/event_sink.h"
 
 #include <algorithm>
@@ -13,10 +14,12 @@
 namespace wirewise {
 namespace {
 
-constexpr int kSummaryChannels = 64;  // channels the slow-channel summary covers (NCCL's MAXCHANNELS)
+// A Coll slot keeps kMaxChannels channels, NCCL's MAXCHANNELS (adaptive/types.h).
+static_assert(kMaxChannels + 1 <= static_cast<int>(slot_tag::kMaxSub), "channel + 1 is a handle's sub-index");
 
 // Coll control word: [gen:32][folders:8][unused:5][inUse:1][poisoned:1][stopped:1][channelsLeft:16].
-// "folders" counts KernelCh stops folding their times in right now; a slot is only recycled with 0.
+// "folders" counts threads working inside the slot right now (a child starting or stopping); a slot is
+// only recycled with 0.
 constexpr uint64_t kLeftMask = 0xffff;
 constexpr uint64_t kStopped = 1ull << 16;
 constexpr uint64_t kPoisoned = 1ull << 17;
@@ -32,61 +35,34 @@ using slot_tag::untag;
 uint32_t genOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
 uint64_t leftOf(uint64_t c) { return c & kLeftMask; }
 bool finalizable(uint64_t c) { return (c & kInUse) && (c & kStopped) && leftOf(c) == 0 && !(c & kFolderMask); }
-
-void atomicMin(std::atomic<uint64_t>& a, uint64_t v) {
-  uint64_t cur = a.load(std::memory_order_relaxed);
-  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
-}
-void atomicMax(std::atomic<uint64_t>& a, uint64_t v) {
-  uint64_t cur = a.load(std::memory_order_relaxed);
-  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
+// A child may enter the slot of generation tag `tag`: in use, that generation, a channel still expected,
+// and room for one more folder.
+bool enterable(uint64_t c, uint32_t tag) {
+  return (c & kInUse) && tagOf(genOf(c)) == tag && leftOf(c) != 0 && (c & kFolderMask) != kFolderMask;
 }
 
 struct alignas(64) CollSlot : SlotHead {
   std::atomic<uint64_t> ctrl{0};
   std::atomic<uint64_t> order{0};  // the start (collCalls) that took it: a slot a pool's worth older is stale
-  std::atomic<uint64_t> minStart{UINT64_MAX}, maxStop{0};
-  // Per-channel times for the slow-channel summary: bit c of chanSeen once channel c (< 64) stored its
-  // duration in chanNs[c]. Only chanSeen is reset per collective; the finalizer reads the seen entries.
-  std::atomic<uint64_t> chanSeen{0};
-  std::atomic<uint32_t> chanNs[kSummaryChannels];
-  // Written by the owner before the control word publishes the slot; read by the finalizer.
-  CollSample proto;
-  bool sampleable = false;
-  std::atomic<uint8_t> opened{0};  // KernelCh children started: learning needs every one of them stopped
+  // Bit c of live: channel c's KernelCh started and not yet stopped. Bit c of timed: channel c stopped
+  // with a usable time, t0[c]..t1[c] on the GPU clock. Both reset per collective; t0/t1 are written by
+  // the child's start (t1 by its KernelChStop record) and read by the finalizer for the timed bits only.
+  std::atomic<uint64_t> live{0}, timed{0};
+  // Written by the owner before the control word publishes the slot; completed and pushed by the
+  // finalizer.
+  CollRecord rec;
   // nChannels << 8 | the KernelCh children it waits for (expectedChildren()). Atomic: a child that arrives
   // after the parent completed reads it while the slot may be refilled.
   std::atomic<uint16_t> shape{0};
+  std::atomic<uint64_t> t0[kMaxChannels], t1[kMaxChannels];
 };
 
-// KernelCh control word: [gen:32][filling: the folder bit 24][inUse bit 18]. parent packs
-// (parent gen << 32 | parent index).
-struct alignas(64) ChanSlot : SlotHead {
-  std::atomic<uint64_t> ctrl{0};
-  std::atomic<uint64_t> parent{0};
-  std::atomic<uint64_t> order{0};  // the KernelCh start (chanCalls) that took it
-  std::atomic<uint64_t> stopTs{0};
-  // Atomic (relaxed) because a late stop reads them while the slot may be taken again: its free then fails.
-  std::atomic<uint64_t> startTs{0};
-  std::atomic<uint8_t> channelId{0};
-};
-
-// The slow-channel summary of one collective from the durations its channels stored (at least two
-// needed): the channels above kSlowChannelFactor x the lower median, and the slowest over that median.
-// The lower median, so that one slow channel of two still stands out. At most 64 values on the stack.
-void summarize(const std::atomic<uint32_t>* chanNs, uint64_t seen, CollSample* out) noexcept {
-  uint32_t ns[kSummaryChannels], sorted[kSummaryChannels];
-  uint8_t id[kSummaryChannels];
-  int n = 0;
-  for (uint64_t m = seen; m != 0; m &= m - 1) {
-    const int c = __builtin_ctzll(m);
-    id[n] = static_cast<uint8_t>(c);
-    ns[n] = sorted[n] = chanNs[c].load(std::memory_order_relaxed);
-    ++n;
-  }
-  if (n < 2) return;
+// The slow-channel summary of one collective from its timed channels (at least two needed): the
+// channels above kSlowChannelFactor x the lower median, and the slowest over that median. The lower
+// median, so that one slow channel of two still stands out. At most 64 values on the stack.
+void summarize(const uint32_t* ns, const uint8_t* id, int n, CollRecord* out) noexcept {
+  uint32_t sorted[kMaxChannels];
+  std::copy(ns, ns + n, sorted);
   uint32_t* mid = sorted + (n - 1) / 2;
   std::nth_element(sorted, mid, sorted + n);
   const double median = *mid;
@@ -102,74 +78,47 @@ void summarize(const std::atomic<uint32_t>* chanNs, uint64_t seen, CollSample* o
 }  // namespace
 
 struct EventSink::Impl {
-  Impl(EventSink* owner, int ranks, size_t collPool)
-      : nRanks(ranks),
-        nColl(static_cast<uint32_t>(collPool == 0 ? 1 : collPool)),
-        nChan(nColl * 4),
-        colls(new CollSlot[nColl]),
-        chans(new ChanSlot[nChan]) {
+  Impl(EventSink* owner, size_t collPool)
+      : nColl(static_cast<uint32_t>(collPool == 0 ? 1 : collPool)), colls(new CollSlot[nColl]) {
     for (uint32_t i = 0; i < nColl; ++i) colls[i].type = kEvColl, colls[i].owner = owner, colls[i].index = i;
-    for (uint32_t i = 0; i < nChan; ++i) chans[i].type = kEvKernelCh, chans[i].owner = owner, chans[i].index = i;
     for (auto& e : learned) e.store(0, std::memory_order_relaxed);
     // The top 16 address bits carry tags: a pool above 2^48 (never seen without an mmap hint) cannot
     // be tracked, so the sink then refuses every event (counted as pool drops) instead of misbehaving.
-    usable = ((reinterpret_cast<uintptr_t>(colls.get() + nColl) | reinterpret_cast<uintptr_t>(chans.get() + nChan)) &
-              kHighTag) == 0;
-  }
-
-  template <class Slot>
-  static Slot* find(Slot* base, uint32_t n, void* handle, uint32_t* tag) {
-    return slot_tag::find(base, n, handle, tag);
+    usable = slot_tag::taggable(colls.get(), nColl);
   }
 
   void* startColl(const CollStart& ev) noexcept;
-  void* startChannel(const ChannelStart& ev) noexcept;
-  void recordStop(ChanSlot* ch, uint32_t tag, uint64_t pTimer) noexcept;
+  void* startChannel(const ChannelStart& ev, EventSink* self) noexcept;
+  void recordStop(CollSlot* s, uint32_t tag, uint32_t channel, uint64_t pTimer) noexcept;
   void stopColl(CollSlot* s, uint32_t tag) noexcept;
-  void stopChannel(ChanSlot* ch, uint32_t tag) noexcept;
+  void stopChannel(CollSlot* s, uint32_t tag, uint32_t channel) noexcept;
+  void stopAny(CollSlot* s, void* handle) noexcept;
   CollSlot* claimColl(uint64_t k, uint32_t* gen) noexcept;
   bool takeColl(CollSlot* s, uint64_t k, bool orStale, uint32_t* gen) noexcept;
-  ChanSlot* claimChannel(uint64_t k, uint32_t* gen) noexcept;
-  bool takeChannel(ChanSlot* ch, uint64_t k, bool orStale, uint32_t* gen) noexcept;
   uint8_t expectedChildren(uint8_t nChannels) const noexcept;
-  enum class ChanEnd { kTimed, kUntimed, kLost };
-  void consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start, uint64_t stop, ChanEnd end,
-                      int channel = -1) noexcept;
+  void orphan(CollSlot* p, uint64_t pc, uint32_t tag) noexcept;
+  [[gnu::always_inline]] void leave(CollSlot* s, uint64_t delta) noexcept;
   void finalize(CollSlot* s, uint64_t c) noexcept;
 
-  int nRanks;
   bool usable = false;
-  uint32_t nColl, nChan;
+  uint32_t nColl;
   std::unique_ptr<CollSlot[]> colls;
-  std::unique_ptr<ChanSlot[]> chans;
   // The KernelCh children NCCL was seen to emit for a Coll of n channels, when fewer than n (0: n itself).
   std::atomic<uint8_t> learned[256];
   std::unique_ptr<SampleRing> ring;
-  std::atomic<uint64_t> collCalls{0}, chanCalls{0};
+  std::atomic<uint64_t> collCalls{0};
   std::atomic<uint64_t> started{0}, emitted{0}, poolDrops{0}, ringDrops{0}, incomplete{0}, orphans{0}, unsampled{0};
+  std::atomic<uint64_t> unresolved{0};  // drained records of an unknown func or datatype
 };
 
 // Slots are taken in turn, in O(1): start k looks at slots k, k+1, ... (mod pool), at most kProbe of
 // them, and takes the first free one, else the first stale one. Stale: taken by a start a whole pool's
-// worth of starts earlier and still not finished. For a Coll slot that means a collective that is not coming back whole
-// (one communicator's collectives share a stream and complete in order: a start/stop mismatch, children
-// never enabled, an aborted communicator or a mask change); for a KernelCh slot, a channel whose stop
-// never came (NCCL's proxy issues start, record and stop back to back). A stale slot is reclaimed on the
-// spot, and its old owner's late events then fail their tag check. With none of the kProbe free or
-// stale (a pool's worth in flight, all young) the event is dropped and counted, as a full pool's was.
-// claimColl and claimChannel spell the same loop out: one template taking takeColl/takeChannel as a
-// lambda measured 15-20 instructions more per Coll+KernelCh pair (bench.callgrind_profiler).
+// worth of starts earlier and still not finished: a collective that is not coming back whole (one
+// communicator's collectives share a stream and complete in order: a start/stop mismatch, children
+// never enabled, an aborted communicator or a mask change). A stale slot is reclaimed on the spot, and
+// its old owner's late events then fail their tag check. With none of the kProbe free or stale (a pool's
+// worth in flight, all young) the event is dropped and counted, as a full pool's was.
 constexpr uint32_t kProbe = 8;
-
-namespace {
-
-// Taken a pool's worth of starts before start k: old enough to be reclaimed if still in use.
-template <class Slot>
-bool aged(const Slot& s, uint64_t k, uint32_t n) noexcept {
-  return k - s.order.load(std::memory_order_relaxed) >= n;
-}
-
-}  // namespace
 
 CollSlot* EventSink::Impl::claimColl(uint64_t k, uint32_t* gen) noexcept {
   for (bool stale : {false, true})
@@ -180,13 +129,15 @@ CollSlot* EventSink::Impl::claimColl(uint64_t k, uint32_t* gen) noexcept {
   return nullptr;
 }
 
-// Takes s for start k if it is free (or stale, when orStale); false when it is neither, or is being
-// folded or finalized at this very moment (a late child of its old owner).
+// Takes s for start k if it is free (or stale, when orStale); false when it is neither, or a child is
+// inside it or it is being finalized at this very moment.
 bool EventSink::Impl::takeColl(CollSlot* s, uint64_t k, bool orStale, uint32_t* gen) noexcept {
   uint64_t c = s->ctrl.load(std::memory_order_acquire);
   for (;;) {
     const bool stale = (c & kInUse) != 0;
-    if (stale && (!orStale || (c & kFolderMask) || finalizable(c) || !aged(*s, k, nColl))) return false;
+    if (stale && (!orStale || (c & kFolderMask) || finalizable(c) ||
+                  k - s->order.load(std::memory_order_relaxed) < nColl))
+      return false;
     // Held with one folder while it is refilled, so that no late child of the old owner can touch it.
     const uint32_t g = genOf(c) + (stale ? 1 : 0);
     if (!s->ctrl.compare_exchange_weak(c, (uint64_t{g} << 32) | kInUse | kFolder, std::memory_order_acq_rel,
@@ -197,50 +148,15 @@ bool EventSink::Impl::takeColl(CollSlot* s, uint64_t k, bool orStale, uint32_t* 
       // What NCCL actually emitted for it: some children, all stopped, none since a pool's worth of
       // collectives. From now on a Coll of that many channels waits for that many children, so that a
       // release that emits fewer KernelCh events than channels loses no more samples (one more child
-      // than expected undoes it: startChannel).
+      // than expected undoes it: orphan()).
       const uint8_t seen = static_cast<uint8_t>((s->shape.load(std::memory_order_relaxed) & 0xff) - leftOf(c));
-      const uint8_t n = s->proto.nChannels;
-      if ((c & kStopped) && !(c & kPoisoned) && seen > 0 && seen < n &&
-          s->opened.load(std::memory_order_relaxed) == seen)
+      const uint8_t n = s->rec.nChannels;
+      if ((c & kStopped) && !(c & kPoisoned) && seen > 0 && seen < n && s->live.load(std::memory_order_relaxed) == 0)
         learned[n].store(seen, std::memory_order_relaxed);
     }
     s->order.store(k, std::memory_order_relaxed);
     *gen = g;
     return true;
-  }
-}
-
-ChanSlot* EventSink::Impl::claimChannel(uint64_t k, uint32_t* gen) noexcept {
-  for (bool stale : {false, true})
-    for (uint32_t i = 0; i < std::min(kProbe, nChan); ++i) {
-      ChanSlot* ch = &chans[(k + i) % nChan];
-      if (takeChannel(ch, k, stale, gen)) return ch;
-    }
-  return nullptr;
-}
-
-bool EventSink::Impl::takeChannel(ChanSlot* ch, uint64_t k, bool orStale, uint32_t* gen) noexcept {
-  uint64_t c = ch->ctrl.load(std::memory_order_acquire);
-  for (;;) {
-    if (c & kInUse) {
-      if (!orStale || (c & kFolder) || !aged(*ch, k, nChan)) return false;
-      // Its stop never came: free it (next generation); its parent counts it as lost.
-      const uint64_t par = ch->parent.load(std::memory_order_acquire);
-      if (!ch->ctrl.compare_exchange_weak(c, uint64_t{genOf(c) + 1} << 32, std::memory_order_acq_rel,
-                                          std::memory_order_acquire))
-        continue;
-      orphans.fetch_add(1, std::memory_order_relaxed);
-      consumeChannel(&colls[static_cast<uint32_t>(par)], static_cast<uint32_t>(par >> 32), 0, 0, ChanEnd::kLost);
-      c = uint64_t{genOf(c) + 1} << 32;
-    }
-    // Held (the folder bit: "being filled") until startChannel publishes it, so that no other start
-    // takes its order for an old one.
-    if (ch->ctrl.compare_exchange_weak(c, c | kInUse | kFolder, std::memory_order_acq_rel,
-                                       std::memory_order_acquire)) {
-      ch->order.store(k, std::memory_order_relaxed);
-      *gen = genOf(c);
-      return true;
-    }
   }
 }
 
@@ -257,28 +173,22 @@ void* EventSink::Impl::startColl(const CollStart& ev) noexcept {
     poolDrops.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  int coll = collIndexFromName(ev.func);
-  int typeSize = datatypeSize(ev.datatype);
-  uint64_t bytes = static_cast<uint64_t>(ev.count) * static_cast<uint64_t>(typeSize);
-  // NCCL's Coll count is per rank for AllGather/ReduceScatter; the tuner saw nRanks x that.
-  if (coll == static_cast<int>(CollType::AllGather) || coll == static_cast<int>(CollType::ReduceScatter)) {
-    bytes *= static_cast<uint64_t>(nRanks > 0 ? nRanks : 1);
-  }
-  s->proto = CollSample{};
-  s->proto.seqNumber = ev.seqNumber;
-  s->proto.collIndex = collIndex;
-  s->proto.bytes = bytes;
-  s->proto.coll = static_cast<int8_t>(coll);
-  s->proto.algo = static_cast<int8_t>(algoIndexFromName(ev.algo));
-  s->proto.proto = static_cast<int8_t>(protoIndexFromName(ev.proto));
-  s->proto.nChannels = ev.nChannels;
+  // NCCL's strings and count as they come: drain() resolves them, off NCCL's thread.
+  CollRecord& r = s->rec;
+  r.seqNumber = ev.seqNumber;
+  r.collIndex = collIndex;
+  r.count = ev.count;
+  r.func = ev.func;
+  r.datatype = ev.datatype;
+  r.algo = ev.algo;
+  r.proto = ev.proto;
+  r.nChannels = ev.nChannels;
+  r.slowChannels = 0;
+  r.slowRatioQ8 = 0;
   const uint8_t expected = expectedChildren(ev.nChannels);
   s->shape.store(static_cast<uint16_t>(ev.nChannels << 8 | expected), std::memory_order_relaxed);
-  s->sampleable = coll >= 0 && typeSize > 0;
-  s->minStart.store(UINT64_MAX, std::memory_order_relaxed);
-  s->maxStop.store(0, std::memory_order_relaxed);
-  s->chanSeen.store(0, std::memory_order_relaxed);
-  s->opened.store(0, std::memory_order_relaxed);
+  s->live.store(0, std::memory_order_relaxed);
+  s->timed.store(0, std::memory_order_relaxed);
   // release: publishes the fields above to whichever thread finalizes this slot.
   s->ctrl.store((uint64_t{gen} << 32) | kInUse | expected, std::memory_order_release);
   started.fetch_add(1, std::memory_order_relaxed);
@@ -298,99 +208,137 @@ void EventSink::Impl::stopColl(CollSlot* s, uint32_t tag) noexcept {
   }
 }
 
-void* EventSink::Impl::startChannel(const ChannelStart& ev) noexcept {
-  uint32_t tag;
-  CollSlot* p = ev.parent ? find(colls.get(), nColl, ev.parent, &tag) : nullptr;
-  uint64_t pc = p ? p->ctrl.load(std::memory_order_acquire) : 0;
-  if (p == nullptr || !(pc & kInUse) || tagOf(genOf(pc)) != tag || leftOf(pc) == 0) {
-    // A child beyond what was expected of a parent that was waiting for fewer than its channels: NCCL
-    // emits them all again, so expect them all (the parent completed early and its sample is one).
-    const uint16_t shape = p != nullptr ? p->shape.load(std::memory_order_relaxed) : 0;
-    if ((shape & 0xff) < (shape >> 8) &&
-        (tagOf(genOf(pc)) == tag || (!(pc & kInUse) && tagOf(genOf(pc)) == tagOf(tag + 1))))
-      learned[shape >> 8].store(0, std::memory_order_relaxed);
+// A KernelCh for a parent p that cannot take it (pc: p's control word, tag: the parent handle's) is
+// counted as an orphan. A child beyond what was expected of a parent that was waiting for fewer than its
+// channels means NCCL emits them all again: expect them all (the parent completed early; its sample is
+// one).
+void EventSink::Impl::orphan(CollSlot* p, uint64_t pc, uint32_t tag) noexcept {
+  const uint16_t shape = p != nullptr ? p->shape.load(std::memory_order_relaxed) : 0;
+  if ((shape & 0xff) < (shape >> 8) &&
+      (tagOf(genOf(pc)) == tag || (!(pc & kInUse) && tagOf(genOf(pc)) == tagOf(tag + 1))))
+    learned[shape >> 8].store(0, std::memory_order_relaxed);
+  orphans.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Leaves a slot entered as a folder: ctrl += delta (which takes the folder back), and finalizes the
+// collective if that made it complete.
+inline void EventSink::Impl::leave(CollSlot* s, uint64_t delta) noexcept {
+  const uint64_t n = s->ctrl.fetch_add(delta, std::memory_order_acq_rel) + delta;
+  if (finalizable(n)) finalize(s, n);
+}
+
+// The child enters its parent's slot as a folder: no recycling can happen under it, so what it writes
+// belongs to the collective it names.
+// The parent is null or a handle this process's profiler returned (NCCL passes the Coll's own handle:
+// KernelCh events come from this process's proxy, also under PXN), so its head may be read: it must
+// be a Coll of this sink, and the handle the Coll's own.
+void* EventSink::Impl::startChannel(const ChannelStart& ev, EventSink* self) noexcept {
+  if (ev.parent == nullptr || slot_tag::headOf(ev.parent)->owner != self || slot_tag::subOf(ev.parent) != 0) {
     orphans.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  uint32_t pgen = genOf(pc);
-  uint32_t gen;
-  ChanSlot* ch = claimChannel(chanCalls.fetch_add(1, std::memory_order_relaxed), &gen);
-  if (ch == nullptr) {
-    poolDrops.fetch_add(1, std::memory_order_relaxed);
-    // The parent can no longer be timed completely: count this channel as done, untimed, and poison
-    // the parent so it completes (and frees its slot) without a misleading sample.
-    consumeChannel(p, pgen, 0, 0, ChanEnd::kLost);
-    return nullptr;
-  }
-  ch->startTs.store(ev.pTimer, std::memory_order_relaxed);
-  ch->channelId.store(ev.channelId, std::memory_order_relaxed);
-  ch->stopTs.store(0, std::memory_order_relaxed);
-  ch->parent.store((uint64_t{pgen} << 32) | p->index, std::memory_order_relaxed);
-  p->opened.fetch_add(1, std::memory_order_relaxed);
-  ch->ctrl.store((uint64_t{gen} << 32) | kInUse, std::memory_order_release);
-  return tagged(ch, gen);
-}
-
-void EventSink::Impl::stopChannel(ChanSlot* ch, uint32_t tag) noexcept {
-  // Read the fields while the slot is still ours, then free it (next generation): a slot is taken again
-  // only when its turn comes (startChannel), and the free below fails if it was reclaimed meanwhile.
-  const uint64_t start = ch->startTs.load(std::memory_order_relaxed);
-  const uint64_t stop = ch->stopTs.load(std::memory_order_relaxed);
-  const uint64_t par = ch->parent.load(std::memory_order_acquire);
-  const int channel = ch->channelId.load(std::memory_order_relaxed);
-  uint64_t c = ch->ctrl.load(std::memory_order_acquire);
-  for (;;) {
-    if (!(c & kInUse) || tagOf(genOf(c)) != tag) return;  // late stop of a recycled slot
-    if (ch->ctrl.compare_exchange_weak(c, uint64_t{genOf(c) + 1} << 32, std::memory_order_acq_rel,
-                                       std::memory_order_acquire))
-      break;
-  }
-  // telemetry.md 4.6: some channels report a stop of 0; those (and stop < start) are not timed.
-  ChanEnd end = stop != 0 && stop >= start ? ChanEnd::kTimed : ChanEnd::kUntimed;
-  consumeChannel(&colls[static_cast<uint32_t>(par)], static_cast<uint32_t>(par >> 32), start, stop, end, channel);
-}
-
-// Counts one channel of parent p (generation pgen) as done, folding in [start, stop] when timed. A
-// channel lost for want of a slot poisons the parent: it completes, but yields no sample.
-void EventSink::Impl::consumeChannel(CollSlot* p, uint32_t pgen, uint64_t start, uint64_t stop, ChanEnd end,
-                                     int channel) noexcept {
-  bool lost = end == ChanEnd::kLost;
+  CollSlot* p = reinterpret_cast<CollSlot*>(untag(ev.parent));
+  const uint32_t tag = slot_tag::tagOfHandle(ev.parent);
+  const uint32_t channel = ev.channelId;
+  // Beyond NCCL's MAXCHANNELS a channel is not kept, so the collective cannot be timed whole: it counts
+  // as done and poisons the parent, which then completes without a misleading sample.
+  const bool kept = channel < kMaxChannels;
   uint64_t c = p->ctrl.load(std::memory_order_acquire);
   for (;;) {
-    if (!(c & kInUse) || genOf(c) != pgen || leftOf(c) == 0 || (c & kFolderMask) == kFolderMask) {
-      orphans.fetch_add(1, std::memory_order_relaxed);  // parent recycled, or one channel too many
+    if (!enterable(c, tag)) {
+      orphan(p, c, tag);
+      return nullptr;
+    }
+    const uint64_t n = kept ? c + kFolder : (c - 1) | kPoisoned;
+    if (!p->ctrl.compare_exchange_weak(c, n, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    if (kept) break;
+    orphans.fetch_add(1, std::memory_order_relaxed);
+    if (finalizable(n)) finalize(p, n);
+    return nullptr;
+  }
+  const uint64_t bit = uint64_t{1} << channel;
+  if (p->live.fetch_or(bit, std::memory_order_relaxed) & bit) {  // this channel is already open
+    orphans.fetch_add(1, std::memory_order_relaxed);
+    leave(p, -kFolder);
+    return nullptr;
+  }
+  p->t0[channel].store(ev.pTimer, std::memory_order_relaxed);
+  p->t1[channel].store(0, std::memory_order_relaxed);
+  leave(p, -kFolder);
+  return tagged(p, genOf(c), channel + 1);
+}
+
+void EventSink::Impl::recordStop(CollSlot* s, uint32_t tag, uint32_t channel, uint64_t pTimer) noexcept {
+  uint64_t c = s->ctrl.load(std::memory_order_acquire);
+  // A recycled slot (tag mismatch) is left alone. The check and the store are not one atomic step; a
+  // slot is only recycled once its collective is gone, and NCCL records right before it stops, so the
+  // window is a stale event racing the slot's next owner, whose own record then overwrites it.
+  if ((c & kInUse) && tagOf(genOf(c)) == tag) s->t1[channel].store(pTimer, std::memory_order_relaxed);
+}
+
+// Counts one channel as done, taking one credit and entering as a folder in one step; a stop for a
+// channel that is not open (a duplicate) gives the credit back.
+void EventSink::Impl::stopChannel(CollSlot* s, uint32_t tag, uint32_t channel) noexcept {
+  uint64_t c = s->ctrl.load(std::memory_order_acquire);
+  for (;;) {
+    if (!enterable(c, tag)) {  // recycled, or one channel too many
+      orphans.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    // Enter: claim one channel credit and hold the slot (folders + 1) while folding.
-    uint64_t n = c - 1 + kFolder + (lost ? kPoisoned & ~c : 0);
-    if (p->ctrl.compare_exchange_weak(c, n, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+    if (s->ctrl.compare_exchange_weak(c, c - 1 + kFolder, std::memory_order_acq_rel, std::memory_order_acquire))
+      break;
   }
-  if (end == ChanEnd::kTimed) {
-    atomicMin(p->minStart, start);
-    atomicMax(p->maxStop, stop);
-    // Published to the finalizer by the control word's release below, like the two above.
-    if (channel >= 0 && channel < kSummaryChannels) {
-      p->chanNs[channel].store(static_cast<uint32_t>(std::min<uint64_t>(stop - start, UINT32_MAX)),
-                               std::memory_order_relaxed);
-      p->chanSeen.fetch_or(uint64_t{1} << channel, std::memory_order_relaxed);
-    }
+  const uint64_t bit = uint64_t{1} << channel;
+  if (!(s->live.fetch_and(~bit, std::memory_order_relaxed) & bit)) {
+    orphans.fetch_add(1, std::memory_order_relaxed);
+    leave(s, 1 - kFolder);
+    return;
   }
-  uint64_t n = p->ctrl.fetch_sub(kFolder, std::memory_order_acq_rel) - kFolder;
-  if (finalizable(n)) finalize(p, n);
+  // telemetry.md 4.6: some channels report a stop of 0; those (and stop < start) are not timed.
+  const uint64_t t1 = s->t1[channel].load(std::memory_order_relaxed);
+  if (t1 != 0 && t1 >= s->t0[channel].load(std::memory_order_relaxed))
+    s->timed.fetch_or(bit, std::memory_order_relaxed);  // published to the finalizer by leave()'s release
+  leave(s, -kFolder);
+}
+
+// A handle this sink issued: its sub-index says whose event it is.
+void EventSink::Impl::stopAny(CollSlot* s, void* handle) noexcept {
+  const uint32_t tag = slot_tag::tagOfHandle(handle), sub = slot_tag::subOf(handle);
+  if (sub == 0)
+    stopColl(s, tag);
+  else if (sub <= kMaxChannels)
+    stopChannel(s, tag, sub - 1);
 }
 
 void EventSink::Impl::finalize(CollSlot* s, uint64_t c) noexcept {
-  uint64_t minStart = s->minStart.load(std::memory_order_relaxed);
-  uint64_t maxStop = s->maxStop.load(std::memory_order_relaxed);
+  const uint64_t timed = s->timed.load(std::memory_order_relaxed);
   if (c & kPoisoned) {
     incomplete.fetch_add(1, std::memory_order_relaxed);
-  } else if (!s->sampleable || minStart == UINT64_MAX || maxStop < minStart) {
+  } else if (timed == 0) {
     unsampled.fetch_add(1, std::memory_order_relaxed);
   } else {
-    CollSample out = s->proto;
-    out.durationNs = maxStop - minStart;
-    const uint64_t seen = s->chanSeen.load(std::memory_order_relaxed);
-    if ((seen & (seen - 1)) != 0) summarize(s->chanNs, seen, &out);  // two channels or more
+    // The slot is ours alone until the store below frees it: the record is completed in place.
+    CollRecord& out = s->rec;
+    if ((timed & (timed - 1)) == 0) {  // one channel: its own time
+      const int ch = __builtin_ctzll(timed);
+      out.durationNs = s->t1[ch].load(std::memory_order_relaxed) - s->t0[ch].load(std::memory_order_relaxed);
+    } else {
+      // max(stop) - min(start) over the channels, and each channel's own time for the summary.
+      uint32_t ns[kMaxChannels];
+      uint8_t id[kMaxChannels];
+      uint64_t minStart = UINT64_MAX, maxStop = 0;
+      int n = 0;
+      for (uint64_t m = timed; m != 0; m &= m - 1, ++n) {
+        const int ch = __builtin_ctzll(m);
+        const uint64_t a = s->t0[ch].load(std::memory_order_relaxed), b = s->t1[ch].load(std::memory_order_relaxed);
+        minStart = std::min(minStart, a);
+        maxStop = std::max(maxStop, b);
+        id[n] = static_cast<uint8_t>(ch);
+        ns[n] = static_cast<uint32_t>(std::min<uint64_t>(b - a, UINT32_MAX));
+      }
+      out.durationNs = maxStop - minStart;
+      summarize(ns, id, n, &out);
+    }
     if (ring->push(out)) {
       emitted.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -401,16 +349,22 @@ void EventSink::Impl::finalize(CollSlot* s, uint64_t c) noexcept {
 }
 
 EventSink::EventSink(uint64_t commId, int rank, int nRanks, size_t collPoolSize, size_t ringSize)
-    : impl_(std::make_unique<Impl>(this, nRanks, collPoolSize)), commId_(commId), rank_(rank), nRanks_(nRanks) {
+    : impl_(std::make_unique<Impl>(this, collPoolSize)), commId_(commId), rank_(rank), nRanks_(nRanks) {
   impl_->ring = std::make_unique<SampleRing>(ringSize);
 }
 
 EventSink::~EventSink() = default;
 
+// Any event from anywhere: a KernelCh's parent must lie in this sink's pool before its head is read.
 void* EventSink::start(const ProfEvent& ev) noexcept {
   if (ev.type == kEvColl) return startColl(collStartOf(ev));
-  if (ev.type == kEvKernelCh) return startChannel(channelStartOf(ev));
-  return nullptr;
+  if (ev.type != kEvKernelCh) return nullptr;
+  uint32_t tag;
+  if (ev.parent != nullptr && !slot_tag::find(impl_->colls.get(), impl_->nColl, ev.parent, &tag)) {
+    impl_->orphans.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  return startChannel(channelStartOf(ev));
 }
 
 void* EventSink::startColl(const CollStart& c) noexcept {
@@ -426,48 +380,59 @@ void* EventSink::startChannel(const ChannelStart& c) noexcept {
     impl_->poolDrops.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  return impl_->startChannel(c);
+  return impl_->startChannel(c, this);
 }
 
 void EventSink::stop(void* handle) noexcept {
-  if (handle == nullptr) return;
   uint32_t tag;
-  if (CollSlot* s = Impl::find(impl_->colls.get(), impl_->nColl, handle, &tag)) return impl_->stopColl(s, tag);
-  if (ChanSlot* ch = Impl::find(impl_->chans.get(), impl_->nChan, handle, &tag)) impl_->stopChannel(ch, tag);
+  if (handle == nullptr) return;
+  if (CollSlot* s = slot_tag::find(impl_->colls.get(), impl_->nColl, handle, &tag)) impl_->stopAny(s, handle);
 }
 
 void EventSink::recordState(void* handle, int state, uint64_t pTimer) noexcept {
-  if (handle == nullptr || state != kStateKernelChStop) return;
   uint32_t tag;
-  if (ChanSlot* ch = Impl::find(impl_->chans.get(), impl_->nChan, handle, &tag)) impl_->recordStop(ch, tag, pTimer);
+  if (handle == nullptr || state != kStateKernelChStop) return;
+  if (slot_tag::find(impl_->colls.get(), impl_->nColl, handle, &tag)) recordStopOwn(handle, pTimer);
 }
 
-// The slot head names the pool: Coll and KernelCh slots are the only kinds this sink issues.
 void EventSink::stopOwn(void* handle) noexcept {
-  SlotHead* h = reinterpret_cast<SlotHead*>(untag(handle));
-  if (h->type == kEvColl)
-    impl_->stopColl(static_cast<CollSlot*>(h), slot_tag::tagOfHandle(handle));
-  else
-    impl_->stopChannel(static_cast<ChanSlot*>(h), slot_tag::tagOfHandle(handle));
+  impl_->stopAny(reinterpret_cast<CollSlot*>(untag(handle)), handle);
 }
 
 void EventSink::recordStopOwn(void* handle, uint64_t pTimer) noexcept {
-  SlotHead* h = reinterpret_cast<SlotHead*>(untag(handle));
-  if (h->type == kEvKernelCh) impl_->recordStop(static_cast<ChanSlot*>(h), slot_tag::tagOfHandle(handle), pTimer);
+  const uint32_t sub = slot_tag::subOf(handle);
+  if (sub != 0 && sub <= kMaxChannels)
+    impl_->recordStop(reinterpret_cast<CollSlot*>(untag(handle)), slot_tag::tagOfHandle(handle), sub - 1, pTimer);
 }
 
-void EventSink::Impl::recordStop(ChanSlot* ch, uint32_t tag, uint64_t pTimer) noexcept {
-  uint64_t c = ch->ctrl.load(std::memory_order_acquire);
-  // A recycled slot (tag mismatch) is left alone. The check and the store are not one atomic step; a
-  // slot is only recycled once its parent is gone, and NCCL records right before it stops, so the
-  // window is a stale event racing the slot's next owner, whose own record then overwrites it.
-  if ((c & kInUse) && tagOf(genOf(c)) == tag) ch->stopTs.store(pTimer, std::memory_order_relaxed);
-}
-
+// Records become samples here, on the consumer's thread: names to indices, count to the tuner's bytes.
 size_t EventSink::drain(CollSample* out, size_t max) noexcept {
   if (out == nullptr) return 0;
   size_t n = 0;
-  while (n < max && impl_->ring->pop(&out[n])) ++n;
+  CollRecord r;
+  while (n < max && impl_->ring->pop(&r)) {
+    const int coll = collIndexFromName(r.func);
+    const int typeSize = datatypeSize(r.datatype);
+    if (coll < 0 || typeSize <= 0) {
+      impl_->unresolved.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    uint64_t bytes = r.count * static_cast<uint64_t>(typeSize);
+    // NCCL's Coll count is per rank for AllGather/ReduceScatter; the tuner saw nRanks x that.
+    if (coll == static_cast<int>(CollType::AllGather) || coll == static_cast<int>(CollType::ReduceScatter))
+      bytes *= static_cast<uint64_t>(nRanks_ > 0 ? nRanks_ : 1);
+    CollSample& s = out[n++];
+    s.seqNumber = r.seqNumber;
+    s.collIndex = r.collIndex;
+    s.bytes = bytes;
+    s.durationNs = r.durationNs;
+    s.coll = static_cast<int8_t>(coll);
+    s.algo = static_cast<int8_t>(algoIndexFromName(r.algo));
+    s.proto = static_cast<int8_t>(protoIndexFromName(r.proto));
+    s.nChannels = r.nChannels;
+    s.slowChannels = r.slowChannels;
+    s.slowRatioQ8 = r.slowRatioQ8;
+  }
   return n;
 }
 
@@ -481,6 +446,7 @@ SinkCounters EventSink::counters() const noexcept {
   c.droppedIncomplete = m.incomplete.load(std::memory_order_relaxed);
   c.orphanEvents = m.orphans.load(std::memory_order_relaxed);
   c.unsampled = m.unsampled.load(std::memory_order_relaxed);
+  c.unresolved = m.unresolved.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -492,7 +458,11 @@ size_t EventSink::collsInFlight() const noexcept {
 
 size_t EventSink::channelsInFlight() const noexcept {
   size_t n = 0;
-  for (uint32_t i = 0; i < impl_->nChan; ++i) n += (impl_->chans[i].ctrl.load(std::memory_order_acquire) & kInUse) != 0;
+  for (uint32_t i = 0; i < impl_->nColl; ++i) {
+    const CollSlot& s = impl_->colls[i];
+    if (s.ctrl.load(std::memory_order_acquire) & kInUse)
+      n += static_cast<size_t>(__builtin_popcountll(s.live.load(std::memory_order_relaxed)));
+  }
   return n;
 }
 

@@ -33,12 +33,12 @@ void IndexFreeList::push(uint32_t idx) noexcept {
 
 SampleRing::SampleRing(size_t minCapacity) : ring_(minCapacity) {}
 
-bool SampleRing::push(const CollSample& s) noexcept {
-  return ring_.push([&s](CollSample& cell, uint64_t) { cell = s; });
+bool SampleRing::push(const CollRecord& s) noexcept {
+  return ring_.push([&s](CollRecord& cell, uint64_t) { cell = s; });
 }
 
-bool SampleRing::pop(CollSample* out) noexcept {
-  return ring_.pop([out](CollSample& cell, uint64_t) { *out = cell; });
+bool SampleRing::pop(CollRecord* out) noexcept {
+  return ring_.pop([out](CollRecord& cell, uint64_t) { *out = cell; });
 }
 
 }  // namespace wirewise

@@ -26,16 +26,16 @@ class IndexFreeList {
   std::atomic<uint64_t> head_{kNil};
 };
 
-// Bounded MPSC ring of samples (telemetry/mpsc_ring.h). Capacity is a power of two.
+// Bounded MPSC ring of collective records (telemetry/mpsc_ring.h). Capacity is a power of two.
 class SampleRing {
  public:
   explicit SampleRing(size_t minCapacity);
-  bool push(const CollSample& s) noexcept;  // false when full
-  bool pop(CollSample* out) noexcept;       // single consumer only; false when empty
+  bool push(const CollRecord& s) noexcept;  // false when full
+  bool pop(CollRecord* out) noexcept;       // single consumer only; false when empty
   size_t capacity() const { return ring_.capacity(); }
 
  private:
-  MpscRing<CollSample> ring_;
+  MpscRing<CollRecord> ring_;
 };
 
 }  // namespace wirewise

@@ -36,7 +36,8 @@ int lookup(const NameValue (&table)[N], const char* name) noexcept {
   return -1;
 }
 
-// Four lookups on every Coll start, on NCCL's thread: NCCL passes its own string literals
+// Four lookups for every collective, when EventSink::drain turns its record into a sample (on the
+// runtime's thread, not NCCL's, but once per collective all the same): NCCL passes its own string literals
 // (ncclFuncToString, ncclDatatypeToString, ncclAlgoToString, ncclProtoToString), so the same pointer
 // always names the same string and a pointer seen before needs no compare. Each table has a small
 // direct-mapped cache of the pointers it has resolved, one word per entry (the pointer's 48 bits above

@@ -234,7 +234,7 @@ TEST(SampleRingConcurrency, MpscDeliversEachSampleOnceInProducerOrder) {
   for (int p = 0; p < kProducers; ++p) {
     producers.emplace_back([&, p] {
       for (int i = 0; i < kPer; ++i) {
-        CollSample s;
+        CollRecord s;
         s.seqNumber = static_cast<uint64_t>(p) << 32 | static_cast<uint64_t>(i);
         while (!ring.push(s)) std::this_thread::yield();
       }
@@ -242,7 +242,7 @@ TEST(SampleRingConcurrency, MpscDeliversEachSampleOnceInProducerOrder) {
   }
   std::vector<int64_t> next(kProducers, 0);
   int64_t got = 0;
-  CollSample s;
+  CollRecord s;
   while (got < int64_t{kProducers} * kPer) {
     if (!ring.pop(&s)) continue;
     int p = static_cast<int>(s.seqNumber >> 32);

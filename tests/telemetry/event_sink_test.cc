@@ -146,6 +146,8 @@ TEST(EventSink, AllGatherAndReduceScatterBytesAreTheWholeBuffer) {
   EXPECT_EQ(samples[2].bytes, 2000u);
 }
 
+// Names are resolved when drained, off NCCL's thread: a record of an unknown func or datatype is
+// emitted, then dropped by drain() and counted.
 TEST(EventSink, UnknownDatatypeOrFuncIsTrackedButNotSampled) {
   EventSink sink(1, 0, 2, 4, 4);
   void* a = sink.start(collEvent(1, 1, 10, "AllReduce", "Unknown"));
@@ -156,8 +158,11 @@ TEST(EventSink, UnknownDatatypeOrFuncIsTrackedButNotSampled) {
     EXPECT_TRUE(runChannel(sink, c, 0, 1, 2));  // children are not orphans
     sink.stop(c);
   }
+  EXPECT_EQ(sink.counters().samplesEmitted, 2u);
+  EXPECT_EQ(sink.counters().unresolved, 0u);
   EXPECT_TRUE(drainAll(sink).empty());
-  EXPECT_EQ(sink.counters().unsampled, 2u);
+  EXPECT_EQ(sink.counters().unresolved, 2u);
+  EXPECT_EQ(sink.counters().unsampled, 0u);
   EXPECT_EQ(sink.counters().orphanEvents, 0u);
   EXPECT_EQ(sink.collsInFlight(), 0u);
 }
@@ -315,25 +320,56 @@ TEST(EventSink, APoolThatLeakedEverySlotRecovers) {
   EXPECT_EQ(samples[0].seqNumber, pool);
 }
 
-// A channel slot is taken while a channel of a pool's worth of channel starts ago still holds it (its
-// stop never came): that channel is lost, and its parent completes without a sample.
-TEST(EventSink, AChannelSlotTakenWhileOpenLosesItsChannel) {
-  EventSink sink(1, 0, 2, 1, 4);  // 4 channel slots
-  void* coll = sink.start(collEvent(1, 6));
+// A KernelCh lives in its parent's slot: a collective of 64 channels, all open at once, needs no other
+// slot and is timed whole, whatever the pool size.
+TEST(EventSink, ChannelsNeedNoSlotsOfTheirOwn) {
+  EventSink sink(1, 0, 2, 1, 4);
+  void* coll = sink.start(collEvent(1, 64));
   std::vector<void*> chans;
-  for (uint8_t c = 0; c < 6; ++c) chans.push_back(sink.start(chanEvent(coll, c, 10)));
-  ASSERT_NE(chans[4], nullptr);  // took channel 0's slot: channel 0 is lost
-  ASSERT_NE(chans[5], nullptr);  // and channel 1's
-  EXPECT_EQ(sink.counters().orphanEvents, 2u);
-  for (int c = 0; c < 6; ++c) {
-    sink.recordState(chans[c], kStateKernelChStop, 20);
-    sink.stop(chans[c]);  // 0 and 1: stale handles, ignored
+  for (uint8_t c = 0; c < 64; ++c) chans.push_back(sink.start(chanEvent(coll, c, 1000 + c)));
+  for (void* h : chans) {
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(EventSink::ownerOf(h), &sink);
   }
+  EXPECT_EQ(sink.channelsInFlight(), 64u);
   sink.stop(coll);
-  EXPECT_TRUE(drainAll(sink).empty());  // a partly timed collective would lie
-  EXPECT_EQ(sink.counters().droppedIncomplete, 1u);
-  EXPECT_EQ(sink.collsInFlight(), 0u);
+  for (int c = 63; c >= 0; --c) {
+    sink.recordState(chans[c], kStateKernelChStop, 5000 + c);
+    sink.stop(chans[c]);
+  }
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].durationNs, 5063u - 1000u);
+  EXPECT_EQ(sink.counters().orphanEvents, 0u);
   EXPECT_EQ(sink.channelsInFlight(), 0u);
+  expectBalanced(sink);
+}
+
+// A channel started twice while open, or stopped twice, is an orphan: the second start gets no handle,
+// and a second stop takes no channel credit, so the collective still waits for its other channel.
+TEST(EventSink, AChannelStartedOrStoppedTwiceCountsOnce) {
+  EventSink sink(1, 0, 2, 4, 4);
+  void* coll = sink.start(collEvent(1, 2));
+  void* ch0 = sink.start(chanEvent(coll, 0, 100));
+  ASSERT_NE(ch0, nullptr);
+  EXPECT_EQ(sink.start(chanEvent(coll, 0, 150)), nullptr);
+  EXPECT_EQ(sink.counters().orphanEvents, 1u);
+  sink.recordState(ch0, kStateKernelChStop, 300);
+  sink.stop(ch0);
+  sink.stop(ch0);  // a duplicate: not channel 1's stop
+  EXPECT_EQ(sink.counters().orphanEvents, 2u);
+  sink.stop(coll);
+  EXPECT_TRUE(drainAll(sink).empty());
+  EXPECT_EQ(sink.collsInFlight(), 1u);
+  EXPECT_TRUE(runChannel(sink, coll, 1, 120, 400));
+  auto samples = drainAll(sink);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].durationNs, 300u);  // channel 0's start (100), not the refused 150, to 400
+  // A KernelCh handle is no parent.
+  void* c2 = sink.start(collEvent(2, 1));
+  void* k = sink.start(chanEvent(c2, 0, 10));
+  EXPECT_EQ(sink.start(chanEvent(k, 0, 10)), nullptr);
+  EXPECT_EQ(sink.counters().orphanEvents, 3u);
   expectBalanced(sink);
 }
 
@@ -483,18 +519,32 @@ TEST(EventSink, SummaryDoesNotLeakIntoTheSlotsNextCollective) {
   EXPECT_EQ(s.slowRatioQ8, 0u);
 }
 
-TEST(EventSink, UntimedAndOutOfRangeChannelsAreLeftOutOfTheSummary) {
+TEST(EventSink, UntimedChannelsAreLeftOutOfTheSummary) {
   EventSink sink(1, 0, 8, 4, 16);
-  void* coll = sink.start(collEvent(1, 4));
+  void* coll = sink.start(collEvent(1, 3));
   sink.stop(coll);
   runChannel(sink, coll, 0, 1000, 11'000);
   runChannel(sink, coll, 1, 1000, 11'000);
-  runChannel(sink, coll, 2, 1000, 0);        // untimed: not a zero-length channel
-  runChannel(sink, coll, 70, 1000, 90'000);  // beyond 64 channels: timed, but not summarised
+  runChannel(sink, coll, 2, 1000, 0);  // untimed: not a zero-length channel
   auto samples = drainAll(sink);
   ASSERT_EQ(samples.size(), 1u);
-  EXPECT_EQ(samples[0].durationNs, 89'000u);
+  EXPECT_EQ(samples[0].durationNs, 10'000u);
   EXPECT_EQ(samples[0].slowChannels, 0u);
+  expectBalanced(sink);
+}
+
+// NCCL's MAXCHANNELS is 64: a channel id beyond it is not kept, so its collective cannot be timed whole
+// and completes without a sample (a partial time would lie).
+TEST(EventSink, AChannelBeyondSixtyFourLeavesItsCollectiveUnsampled) {
+  EventSink sink(1, 0, 8, 4, 16);
+  void* coll = sink.start(collEvent(1, 2));
+  sink.stop(coll);
+  runChannel(sink, coll, 0, 1000, 11'000);
+  EXPECT_FALSE(runChannel(sink, coll, 70, 1000, 90'000));
+  EXPECT_TRUE(drainAll(sink).empty());
+  EXPECT_EQ(sink.collsInFlight(), 0u);
+  EXPECT_EQ(sink.counters().droppedIncomplete, 1u);
+  EXPECT_EQ(sink.counters().orphanEvents, 1u);
   expectBalanced(sink);
 }
 
