@@ -227,11 +227,10 @@ inline void EventSink::Impl::leave(CollSlot* s, uint64_t delta) noexcept {
   if (finalizable(n)) finalize(s, n);
 }
 
-// The child enters its parent's slot as a folder: no recycling can happen under it, so what it writes
-// belongs to the collective it names.
 // The parent is null or a handle this process's profiler returned (NCCL passes the Coll's own handle:
-// KernelCh events come from this process's proxy, also under PXN), so its head may be read: it must
-// be a Coll of this sink, and the handle the Coll's own.
+// KernelCh events come from this process's proxy, also under PXN), so its head may be read: it must be
+// a Coll of this sink, and the handle the Coll's own. The child then enters the parent's slot as a
+// folder: no recycling can happen under it, so what it writes belongs to the collective it names.
 void* EventSink::Impl::startChannel(const ChannelStart& ev, EventSink* self) noexcept {
   if (ev.parent == nullptr || slot_tag::headOf(ev.parent)->owner != self || slot_tag::subOf(ev.parent) != 0) {
     orphans.fetch_add(1, std::memory_order_relaxed);
