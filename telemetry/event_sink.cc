@@ -5,7 +5,6 @@
 #include "telemetry/event_sink.h"
 
 #include <algorithm>
-#include <new>
 
 #include "adaptive/types.h"
 #include "telemetry/lockfree.h"
@@ -27,7 +26,6 @@ constexpr uint64_t kInUse = 1ull << 18;
 constexpr uint64_t kFolder = 1ull << 24;
 constexpr uint64_t kFolderMask = 0xffull << 24;
 // Handles: see telemetry/slot_tag.h.
-using slot_tag::kHighTag;
 using slot_tag::tagged;
 using slot_tag::tagOf;
 using slot_tag::untag;
@@ -174,17 +172,14 @@ void* EventSink::Impl::startColl(const CollStart& ev) noexcept {
     return nullptr;
   }
   // NCCL's strings and count as they come: drain() resolves them, off NCCL's thread.
-  CollRecord& r = s->rec;
-  r.seqNumber = ev.seqNumber;
-  r.collIndex = collIndex;
-  r.count = ev.count;
-  r.func = ev.func;
-  r.datatype = ev.datatype;
-  r.algo = ev.algo;
-  r.proto = ev.proto;
-  r.nChannels = ev.nChannels;
-  r.slowChannels = 0;
-  r.slowRatioQ8 = 0;
+  s->rec = {.seqNumber = ev.seqNumber,
+            .collIndex = collIndex,
+            .count = ev.count,
+            .func = ev.func,
+            .datatype = ev.datatype,
+            .algo = ev.algo,
+            .proto = ev.proto,
+            .nChannels = ev.nChannels};
   const uint8_t expected = expectedChildren(ev.nChannels);
   s->shape.store(static_cast<uint16_t>(ev.nChannels << 8 | expected), std::memory_order_relaxed);
   s->live.store(0, std::memory_order_relaxed);
