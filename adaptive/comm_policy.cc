@@ -17,6 +17,7 @@ constexpr int kMaxRefine = 9;        // channel probes per episode
 constexpr int kMinDetectSamples = 16;  // collectives behind one detector observation
 constexpr uint64_t kReportLag = 2;      // verdict k's collectives reach the policy at verdict k+2
 constexpr double kSameState = 1.04;     // incumbent times this close are taken for the same link state
+constexpr double kSameRanking = 1.15;   // a second choice gaining less than this on it: still that state
 constexpr double kClearWin = 0.8;       // a probe this much faster than the incumbent is adopted at once
 constexpr size_t kMemory = 8;           // past episodes remembered per bucket
 constexpr uint64_t kFruitlessMemory = 32;  // verdicts a fruitless alarm's size is remembered after its last use
@@ -29,6 +30,9 @@ constexpr double kBurstCollectives = 192;
 // No probe is predicted to run a collective more than this many times the incumbent's time: the budget caps
 // the mean, this caps the tail a user sees as a step-time spike.
 constexpr double kMaxProbeCost = 1.5;
+// A probe interval may be shorter than probeSpacing collectives (down to minSamples + 1) when it still holds
+// this much of the comm's traffic: enough for a verdict's round trip (about 1 ms, docs/control-plane.md).
+constexpr double kShortProbeUs = 2000;
 constexpr int kMaxOutstanding = 2;   // probes of one bucket in flight (results come back two verdicts later)
 constexpr uint64_t kProbeTimeout = 4;  // verdicts after which an unmeasured probe is given up (or retried)
 // A probe whose interval held none of its collectives is issued again on an interval twice as long, at most
@@ -200,8 +204,21 @@ uint64_t CommPolicy::probeLength(const Bucket& b, uint64_t spacing) const {
   const double freq = collShare(b);
   uint64_t len = static_cast<uint64_t>(std::ceil(p_.minSamples / std::max(freq, 1e-6))) + 1;
   const uint64_t hi = std::max(spacing, p_.probeSpacing);
-  len = std::clamp<uint64_t>(len, p_.probeSpacing, hi);
+  len = std::clamp<uint64_t>(len, shortestProbe(), hi);
   return std::min(len << std::min(b.misses, kProbeRetries), hi << kProbeRetries);
+}
+
+uint64_t CommPolicy::shortestProbe() const {
+  // probeSpacing bounds the interval in collectives, which is what fast traffic needs (a verdict's round
+  // trip must fit in it). Slow traffic fits it in fewer, and every collective of a probe interval beyond
+  // the minSamples its probed size needs is exploration spent on nothing: a communicator with one size of
+  // 1 ms all-reduces paid 8 collectives per candidate where 4 measure it.
+  const double unit = totalColls_ > 0 ? totalUs_ / static_cast<double>(totalColls_) : 0;
+  if (!(unit > 0)) return p_.probeSpacing;
+  const double fits = std::ceil(kShortProbeUs / unit);
+  if (fits >= static_cast<double>(p_.probeSpacing)) return p_.probeSpacing;
+  const uint64_t need = std::min<uint64_t>(static_cast<uint64_t>(std::max(p_.minSamples, 1)) + 1, p_.probeSpacing);
+  return std::clamp<uint64_t>(static_cast<uint64_t>(fits), need, p_.probeSpacing);
 }
 
 double CommPolicy::busBw(const Bucket& b, double us) const {
@@ -311,27 +328,36 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   b.startRan = inc;
   // A state seen before: the incumbent measured within kSameState of what it measured in an earlier
   // episode (a flapping link, a fault that ended). That episode's winner is re-measured alone instead of
-  // searching again; if it does not win, the incumbent stays.
+  // searching again (its runner-up when the winner is the incumbent); if it does not win, the incumbent
+  // stays. The re-measured choice is also the state's second witness (checkWitness).
+  b.witness.reset();
+  b.notState = 0;
+  Choice winner = inc;
   for (auto m = b.memory.rbegin(); m != b.memory.rend(); ++m) {
     auto it = m->times.find(inc);
     if (it == m->times.end() || std::fabs(it->second - now) > std::log(kSameState)) continue;
     b.quick = true;
     b.quickKnown = m->times.size() > 1;
     b.confirmed = true;
-    if (m->best != inc) b.queue.push_back(toDecision(m->best));
     b.matchedIndex = m->index;
+    // The runner-up is the best of another (algo, proto): a channel count next to the winner would
+    // feel what it feels. One that confirmed this state lately is not asked again: a link that flaps
+    // faster than the loop would otherwise cost a probe at every turn.
+    const bool fresh = m->confirmedAt > 0 && index < m->confirmedAt + kFruitlessMemory;
+    std::optional<std::pair<Choice, double>> check;
+    for (const auto& [c, l] : m->times)
+      if (m->best != inc ? c == m->best
+                         : !fresh && (c.algo != inc.algo || c.proto != inc.proto) && (!check || l < check->second))
+        check = {c, l};
+    if (check) {
+      b.queue.push_back(toDecision(check->first));
+      b.witness = check;
+      b.witnessIncLog = it->second;
+    }
+    winner = m->best;
     break;
   }
-  std::optional<Choice> nccl = b.incumbent.keepsNccl() ? std::nullopt : b.nccl;
-  // Pairs stage: one channel count per other (algo, proto); the channel stage then searches the best pair.
-  std::set<std::pair<int, int>> pairs{{inc.algo, inc.proto}};
-  for (Choice c : reprobeCandidates(b.est, inc, b.beforeLog, now, b.former, nccl, p_.closeFactor, 64)) {
-    if (b.quick) break;
-    bool special = (b.former && c == *b.former) || (nccl && c == *nccl);
-    if (!special && !pairs.insert({c.algo, c.proto}).second) continue;
-    if (static_cast<int>(b.queue.size()) >= p_.maxReprobes) break;
-    b.queue.push_back(toDecision(c));
-  }
+  if (!b.quick) queueReprobes(b, inc, now);
   logev::Adapt ev = adaptFor(b, logev::AdaptKind::Alarm);
   double pct = (std::exp(now - b.beforeLog) - 1) * 100;
   ev.from = ev.to = decisionName(b.incumbent);
@@ -346,12 +372,56 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   ev.reason = percentText(pct) + (pct >= 0 ? " slower" : " faster") + " than its baseline" +
               (b.suspected ? " while a link turned unhealthy" : "") + "; " + (cause ? cause->text + "; " : "") +
               (b.quick ? "the same state as at verdict " + std::to_string(b.matchedIndex) +
-                             "; re-measuring its winner only"
+                             (!b.witness                  ? "; nothing to re-measure"
+                              : b.witness->first == winner ? "; re-measuring its winner only"
+                                                           : "; re-measuring its runner-up to confirm it")
                        : "re-measuring " + std::to_string(b.queue.size()) + " candidates predicted within " +
                              percentText((p_.closeFactor - 1) * 100) + " of it");
   ev.cause = cause;
   emit(std::move(ev), index, boundary);
   b.suspected = false;
+}
+
+// Pairs stage: one channel count per other (algo, proto) predicted close to the incumbent's time `now`
+// (log µs), with the choice in force before and NCCL's own; the channel stage then searches the best pair.
+void CommPolicy::queueReprobes(Bucket& b, Choice inc, double now) {
+  std::optional<Choice> nccl = b.incumbent.keepsNccl() ? std::nullopt : b.nccl;
+  std::set<std::pair<int, int>> pairs{{inc.algo, inc.proto}};
+  for (Choice c : reprobeCandidates(b.est, inc, b.beforeLog, now, b.former, nccl, p_.closeFactor, 64)) {
+    bool special = (b.former && c == *b.former) || (nccl && c == *nccl);
+    if (!special && !pairs.insert({c.algo, c.proto}).second) continue;
+    if (static_cast<int>(b.queue.size()) >= p_.maxReprobes) break;
+    if (auto it = b.est.find(c); it != b.est.end() && it->second.epoch == b.epoch && it->second.n > 0) continue;
+    b.queue.push_back(toDecision(c));
+  }
+}
+
+// A remembered state is recognised by the incumbent's time alone, which a change that the incumbent barely
+// feels cannot tell apart (contention under a latency-bound LL choice: in one corpus scenario LL was
+// chosen while a NIC was contended and kept "in the same state" after the contention ended, 12% slower than
+// NCCL's default for the rest of the run). The re-measured choice is the second witness: when it gained on
+// the incumbent by more than kSameRanking since then, the state is a new one and the episode searches in
+// full (it may lose ground without that: it is not chosen then, and a flap measured in another phase would
+// turn every quick episode into a search).
+void CommPolicy::checkWitness(Bucket& b, uint64_t index) {
+  if (!b.quick || !b.witness) return;
+  auto it = b.est.find(b.witness->first);
+  if (it == b.est.end() || it->second.epoch != b.epoch || it->second.n <= 0) return;
+  // Relative to the incumbent: a change every choice feels alike leaves the ranking as it was.
+  auto inc = b.startRan ? b.est.find(*b.startRan) : b.est.end();
+  if (inc == b.est.end() || inc->second.epoch != b.epoch) return;
+  const double ratioNow = it->second.logUs - inc->second.logUs, ratioThen = b.witness->second - b.witnessIncLog;
+  const bool same = ratioNow >= ratioThen - std::log(kSameRanking);
+  b.witness.reset();
+  if (same) {
+    for (Memory& m : b.memory)
+      if (m.index == b.matchedIndex) m.confirmedAt = index;
+    return;
+  }
+  b.quick = false;
+  b.confirmed = false;
+  b.notState = b.matchedIndex;
+  queueReprobes(b, *b.startRan, b.beforeLog + b.alarmShift);
 }
 
 // During an episode: a probe that beats the incumbent by far is adopted at once (the search goes on
@@ -489,6 +559,8 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
     reason += "; " + std::to_string(b.costly) + (b.costly == 1 ? " candidate" : " candidates") +
               " predicted over " + cap + " the incumbent's time left unmeasured";
   }
+  if (b.notState > 0)
+    reason += "; not the state of verdict " + std::to_string(b.notState) + " after all: its re-measured choice disagreed";
   if (cause) reason += "; " + cause->text;
   b.rankedBy.reset();
   ev.from = fromName;
@@ -578,6 +650,7 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
     reservedUs_ = std::max(0.0, reservedUs_ - it->reservedUs);
     it = b.pending.erase(it);
   }
+  checkWitness(b, index);
   provisionalSwitch(b, index, boundary);
   dropCostly(b);
   // Nothing queued or in flight: the channel stage, then confirmation, then the end of the episode. Counts

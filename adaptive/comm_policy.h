@@ -78,6 +78,7 @@ class CommPolicy {
     std::map<Choice, double> times;
     Choice best;
     uint64_t index = 0;
+    uint64_t confirmedAt = 0;  // the verdict a second witness last confirmed this state at (0: never)
   };
   struct Bucket {
     int coll = -1, bucket = 0;
@@ -118,6 +119,11 @@ class CommPolicy {
     bool quick = false;      // this episode re-measures a remembered winner only
     bool quickKnown = false; // and that remembered episode measured other candidates too
     uint64_t matchedIndex = 0;
+    // In a quick episode: the remembered choice re-measured and its remembered time (log µs), the second
+    // witness of the state (checkWitness); notState: the verdict whose state it turned out not to be.
+    std::optional<std::pair<Choice, double>> witness;
+    double witnessIncLog = 0;  // and what the incumbent measured in that episode
+    uint64_t notState = 0;
     Decision startDecision;            // the incumbent when the episode (or calibration) began
     std::optional<Choice> startRan;    // and what it ran
     std::vector<Memory> memory;       // finished episodes, newest last
@@ -143,6 +149,8 @@ class CommPolicy {
   bool advance(Bucket& b, uint64_t index, uint64_t boundary);
   Decision issueProbe(Bucket& b, uint64_t index, uint64_t len);
   void startEpisode(Bucket& b, uint64_t index, uint64_t boundary);
+  void queueReprobes(Bucket& b, Choice inc, double now);
+  void checkWitness(Bucket& b, uint64_t index);
   void finishEpisode(Bucket& b, uint64_t index, uint64_t boundary);
   bool needsConfirmation(Bucket& b);
   void provisionalSwitch(Bucket& b, uint64_t index, uint64_t boundary);
@@ -172,6 +180,8 @@ class CommPolicy {
   bool queueChannels(Bucket& b, int8_t algo, int8_t proto);
   bool matchesPending(const Bucket& b, Choice c) const;
   uint64_t probeLength(const Bucket& b, uint64_t spacing) const;
+  // The shortest probe interval: probeSpacing, or fewer collectives when they are slow (kShortProbeUs).
+  uint64_t shortestProbe() const;
   // Events are built as typed structs (common/log_events.h); they become JSON only here, on their way out.
   void emit(logev::Adapt ev, uint64_t index, uint64_t boundary) const;
   void emit(logev::CoordinatorTable ev, uint64_t index, uint64_t boundary) const;

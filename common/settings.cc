@@ -84,7 +84,7 @@ const SettingSpec kSpecs[] = {
      "traffic, never under 8; 32 in deterministic mode)"},
     {"WIREWISE_PROBE_SPACING", IntRow{&Settings::probeSpacing, 8, 1 << 20},
      "adaptive policy: the shortest interval (collectives) that carries a probe; longer when the probed size is "
-     "rare"},
+     "rare, shorter (down to 4) when fewer collectives hold 2 ms of traffic"},
     {"WIREWISE_EXPLORE_SHARE", RealRow{&Settings::exploreShare, 0, 0.2},
      "adaptive policy: re-probing stops while measured exploration exceeds this share of the communicator's "
      "measured time"},

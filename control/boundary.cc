@@ -35,7 +35,7 @@ void CommAgreement::issueFirst(uint64_t b0) {
   std::vector<Report> none;
   uint64_t spacing = std::clamp(params_.fixedSpacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
   PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, 0, b0, spacing, &none});
-  if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
+  if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinPolicySpacing, std::max(params_.maxSpacing, kMinSpacing));
   issue({commId_, 0, b0, b0 + spacing, false, out.reason, out.rules});
   proposal_.reset();
 }
@@ -142,7 +142,7 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
     uint64_t slowest = 0;  // the longest time any member took for the interval that ended at B_k
     for (const auto& r : pending_) slowest = std::max(slowest, r.elapsedUs);
     // That interval is [B_k-1, B_k): verdict k-1's. (Verdict k's own, [B_k, B_k+1), may be far longer or
-    // shorter: a policy sets the length of the intervals it probes in, 8 collectives and up.)
+    // shorter: a policy sets the length of the intervals it probes in, kMinPolicySpacing collectives and up.)
     const size_t n = verdicts_.size();
     const uint64_t measured = n >= 2 ? verdicts_[n - 2].next - verdicts_[n - 2].boundary : 0;
     if (slowest > 0 && measured > 0) {
@@ -155,7 +155,7 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
   pending_.insert(pending_.end(), std::make_move_iterator(late_.begin()), std::make_move_iterator(late_.end()));
   late_.clear();
   PolicyOutput out = policy_->decide({commId_, nRanks_, nNodes_, prev.index + 1, prev.next, spacing, &pending_});
-  if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinSpacing, std::max(params_.maxSpacing, kMinSpacing));
+  if (out.spacing > 0) spacing = std::clamp(out.spacing, kMinPolicySpacing, std::max(params_.maxSpacing, kMinSpacing));
   std::vector<TableRule> pins = guard_.pins(out.rules);
   if (!pins.empty()) {
     out.reason += (out.reason.empty() ? "" : "; ") + std::to_string(pins.size()) +

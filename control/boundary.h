@@ -31,6 +31,9 @@ namespace wirewise::control {
 
 inline constexpr uint64_t kB0 = 64;
 inline constexpr uint64_t kMinSpacing = 8;
+// The shortest interval a policy may ask for (PolicyOutput::spacing): the adaptive policy's probe intervals
+// of slow collectives, which need no more than a few of them (adaptive/comm_policy.cc: shortestProbe).
+inline constexpr uint64_t kMinPolicySpacing = 4;
 inline constexpr uint64_t kNoBoundary = UINT64_MAX;
 // A refused proposal's successor lies this far past the furthest member (doubling with each refusal, up
 // to maxSpacing): far enough that a proposal crosses the network before the members reach it.

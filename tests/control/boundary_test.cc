@@ -263,6 +263,30 @@ TEST(Boundary, SpacingFollowsTheSlowestMemberAndIsBounded) {
   EXPECT_EQ(v4.next - v4.boundary, kMinSpacing);
 }
 
+// A policy may set the length of the interval it decides (the adaptive policy's probe intervals), down to
+// kMinPolicySpacing, below the agreement's own kMinSpacing; never beyond maxSpacing.
+TEST(Boundary, APolicySetsItsIntervalWithinItsBounds) {
+  struct Asking : Policy {
+    uint64_t ask = 0;
+    PolicyOutput decide(const PolicyInput&) override { return {{}, "asked", ask}; }
+  } pol;
+  AgreementParams p = deterministic();
+  p.fixedSpacing = 32;
+  p.maxSpacing = 1000;
+  CommAgreement a(0x1, 2, 1, p, &pol);
+  for (uint64_t m = 1; m <= 2; ++m) a.join(m, 0);
+  Verdict v = a.takeNew().at(0);
+  for (auto [ask, want] : {std::pair<uint64_t, uint64_t>{0, 32}, {4, 4}, {1, kMinPolicySpacing}, {6, 6},
+                           {kMinSpacing, kMinSpacing}, {5000, 1000}}) {
+    pol.ask = ask;
+    a.report(rep(1, v), 1);
+    a.report(rep(2, v), 1);
+    v = a.takeNew().at(0);
+    EXPECT_EQ(v.next - v.boundary, want) << "asked for " << ask;
+  }
+  EXPECT_LT(kMinPolicySpacing, kMinSpacing);
+}
+
 // Production mode waits on nobody's join: nothing is proposed until all nRanks have joined, and no
 // timeout ever turns the comm observe-only (a member that joins late starts the schedule late).
 TEST(Boundary, ProductionProposesOnlyOnceAllJoinedAndNeverTimesOut) {
