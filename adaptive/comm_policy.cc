@@ -17,6 +17,9 @@ constexpr int kMaxRefine = 9;        // channel probes per episode
 constexpr int kMinDetectSamples = 16;  // collectives behind one detector observation
 constexpr uint64_t kReportLag = 2;      // verdict k's collectives reach the policy at verdict k+2
 constexpr double kSameState = 1.04;     // incumbent times this close are taken for the same link state
+// The heal check's first interval (verdicts after the switch) and its longest, once doubled.
+constexpr uint64_t kHealFirstGap = 16;
+constexpr uint64_t kHealMaxGap = 512;
 constexpr double kSameRanking = 1.15;   // a second choice gaining less than this on it: still that state
 constexpr double kClearWin = 0.8;       // a probe this much faster than the incumbent is adopted at once
 constexpr size_t kMemory = 8;           // past episodes remembered per bucket
@@ -152,6 +155,7 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
     if (!own) continue;
     if (b.incumbent.keepsNccl()) b.nccl = o.choice, b.ran = o.choice;
     if (b.phase != Phase::Steady) continue;
+    if (b.accN == 0) b.accFrom = index;
     b.accLog += std::log(o.medianUs) * o.n;
     b.accN += o.n;
     // A detector observation needs more collectives than a probe: its baseline must not move with noise.
@@ -160,9 +164,12 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
     b.accLog = 0, b.accN = 0;
     b.lastObsLog = x;
     b.lastObsAt = index;
+    b.lastObsFrom = b.accFrom;
     double up = b.det.upper(), down = b.det.lower(), base = b.det.baseline();
     const bool warming = !b.det.calibrated();
     Shift s = b.det.observe(x);
+    if (up == 0 && b.det.upper() > 0) b.slowerSince = index;
+    if (down == 0 && b.det.lower() > 0) b.fasterSince = index;
     // An observation that sets a new incumbent's baseline, far (a shock) from what the incumbent measured
     // when it was chosen: the link changed in between. Alarm against that measurement rather than
     // calibrate on the changed state.
@@ -189,6 +196,7 @@ void CommPolicy::ingest(std::span<const MemberEvidence> evidence, uint64_t index
     if (s != Shift::None) {
       const DetectorParams& d = b.det.params();
       b.shift = s;
+      b.changeAt = s == Shift::Slower ? (up > 0 ? b.slowerSince : index) : (down > 0 ? b.fasterSince : index);
       b.suspectUntil = 0;
       b.alarmStat = s == Shift::Slower ? up + std::min(x - base - d.drift, d.clip)
                                        : down + std::min(base - x - d.drift, d.clip);
@@ -213,7 +221,7 @@ uint64_t CommPolicy::shortestProbe() const {
   // trip must fit in it). Slow traffic fits it in fewer, and every collective of a probe interval beyond
   // the minSamples its probed size needs is exploration spent on nothing: a communicator with one size of
   // 1 ms all-reduces paid 8 collectives per candidate where 4 measure it.
-  const double unit = totalColls_ > 0 ? totalUs_ / static_cast<double>(totalColls_) : 0;
+  const double unit = meanCollUs();
   if (!(unit > 0)) return p_.probeSpacing;
   const double fits = std::ceil(kShortProbeUs / unit);
   if (fits >= static_cast<double>(p_.probeSpacing)) return p_.probeSpacing;
@@ -276,17 +284,21 @@ void CommPolicy::emit(logev::CoordinatorTable ev, uint64_t index, uint64_t bound
   emit_(nlohmann::json(ev));
 }
 
-// Latency or bandwidth (cause.h): every bucket of the collective with a calibrated time and a fresh one.
-// A watched bucket compares its detector's baseline with its latest observation, if made within
-// kCauseFresh verdicts (an older one may predate the change and read as unchanged);
-// a bucket in a re-probe episode compares the time before its alarm with its incumbent's estimate since.
-std::optional<logev::Cause> CommPolicy::causeOf(int coll, uint64_t index) const {
+// Latency or bandwidth (cause.h) of `alarming`'s change: every bucket of its collective with a calibrated
+// time and a fresh one. A watched bucket compares its detector's baseline with its latest observation. For
+// another bucket than the alarming one, that observation counts only if all of it was made after the
+// alarming bucket's first evidence of the change (changeAt), and within kCauseFresh verdicts: one made
+// before, or across, the change's start reads as less changed than it is, and would call a latency rise a
+// bandwidth loss. A bucket in a re-probe episode compares the time before its alarm with its incumbent's
+// estimate since.
+std::optional<logev::Cause> CommPolicy::causeOf(const Bucket& alarming, uint64_t index) const {
   constexpr uint64_t kCauseFresh = 2;
   std::vector<BucketDelta> deltas;
   for (const auto& [key, b] : buckets_) {
-    if (b.coll != coll || b.colls == 0 || !b.calibrated || !b.ran) continue;
+    if (b.coll != alarming.coll || b.colls == 0 || !b.calibrated || !b.ran) continue;
     const double bytes = b.bytesSum / static_cast<double>(b.colls);
-    if (b.phase == Phase::Steady && b.det.calibrated() && b.lastObsAt + kCauseFresh >= index) {
+    const bool since = &b == &alarming || (b.lastObsFrom > alarming.changeAt && b.lastObsAt + kCauseFresh >= index);
+    if (b.phase == Phase::Steady && b.det.calibrated() && since) {
       deltas.push_back({bytes, std::exp(b.det.baseline()), std::exp(b.lastObsLog)});
     } else if (b.phase == Phase::Exploring && b.startRan) {
       auto it = b.est.find(*b.startRan);
@@ -300,38 +312,19 @@ std::optional<logev::Cause> CommPolicy::causeOf(int coll, uint64_t index) const 
   out.kind = std::string(causeName(c.kind));
   out.latencyUs = round1(c.latencyUs);
   out.sizes = c.sizes;
-  out.text = explainCause(c, collName(static_cast<CollType>(coll)));
+  out.text = explainCause(c, collName(static_cast<CollType>(alarming.coll)));
   return out;
 }
 
 void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
-  const std::optional<logev::Cause> cause = causeOf(b.coll, index);  // before this bucket leaves Steady
+  const std::optional<logev::Cause> cause = causeOf(b, index);  // before this bucket leaves Steady
   const Choice inc = *b.ran;
-  b.beforeLog = b.det.baseline();  // the estimate itself has already followed the change
   const double now = b.lastObsLog;
-  b.alarmShift = now - b.beforeLog;
-  ++b.epoch;
-  b.est[inc] = {now, p_.minSamples, b.epoch};
-  // The incumbent's latest slow-channel evidence is that of the alarming observations: the new state's.
-  if (auto it = b.chans.find(inc); it != b.chans.end()) it->second.epoch = b.epoch;
-  b.rankedBy.reset();
-  b.stage = Stage::Pairs;
-  b.phase = Phase::Exploring;
-  b.refineProbes = 0;
-  b.triedChannels.clear();
-  b.retried.clear();
-  b.costly = 0;
-  b.quick = false;
-  b.confirmed = false;
-  b.spentUs = 0;
-  b.startDecision = b.incumbent;
-  b.startRan = inc;
+  beginEpisode(b, b.det.baseline(), now);  // the estimate itself has already followed the change
   // A state seen before: the incumbent measured within kSameState of what it measured in an earlier
   // episode (a flapping link, a fault that ended). That episode's winner is re-measured alone instead of
   // searching again (its runner-up when the winner is the incumbent); if it does not win, the incumbent
   // stays. The re-measured choice is also the state's second witness (checkWitness).
-  b.witness.reset();
-  b.notState = 0;
   Choice winner = inc;
   for (auto m = b.memory.rbegin(); m != b.memory.rend(); ++m) {
     auto it = m->times.find(inc);
@@ -345,10 +338,12 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
     // faster than the loop would otherwise cost a probe at every turn.
     const bool fresh = m->confirmedAt > 0 && index < m->confirmedAt + kFruitlessMemory;
     std::optional<std::pair<Choice, double>> check;
-    for (const auto& [c, l] : m->times)
-      if (m->best != inc ? c == m->best
-                         : !fresh && (c.algo != inc.algo || c.proto != inc.proto) && (!check || l < check->second))
-        check = {c, l};
+    if (m->best != inc) {
+      if (auto w = m->times.find(m->best); w != m->times.end()) check = *w;
+    } else if (!fresh) {
+      for (const auto& [c, l] : m->times)
+        if ((c.algo != inc.algo || c.proto != inc.proto) && (!check || l < check->second)) check = {c, l};
+    }
     if (check) {
       b.queue.push_back(toDecision(check->first));
       b.witness = check;
@@ -380,6 +375,53 @@ void CommPolicy::startEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   ev.cause = cause;
   emit(std::move(ev), index, boundary);
   b.suspected = false;
+}
+
+// What every episode starts with: a new epoch, in which the incumbent measures `now` (log µs) against
+// `before`, its baseline.
+void CommPolicy::beginEpisode(Bucket& b, double before, double now) {
+  const Choice inc = *b.ran;
+  b.beforeLog = before;
+  b.alarmShift = now - before;
+  ++b.epoch;
+  b.est[inc] = {now, p_.minSamples, b.epoch};
+  // The incumbent's latest slow-channel evidence is that of the alarming observations: the new state's.
+  if (auto it = b.chans.find(inc); it != b.chans.end()) it->second.epoch = b.epoch;
+  b.rankedBy.reset();
+  b.stage = Stage::Pairs;
+  b.phase = Phase::Exploring;
+  b.refineProbes = 0;
+  b.triedChannels.clear();
+  b.retried.clear();
+  b.costly = 0;
+  b.quick = false;
+  b.confirmed = false;
+  b.healing = false;
+  b.witness.reset();
+  b.notState = 0;
+  b.spentUs = 0;
+  b.startDecision = b.incumbent;
+  b.startRan = inc;
+}
+
+// A slowdown's workaround stays in force after the slowdown ends when it does not feel the end: fewer
+// channels that leave a contended NIC out run as fast after the contention as during it, so no alarm
+// ever says so (corpus: gen-248 ran 95% slower than NCCL's default for the rest of its run, gen-49 and
+// gen-279 about 30%). So the choice the workaround replaced is re-measured now and then, on its own, at
+// intervals that double while it keeps losing.
+bool CommPolicy::healDue(const Bucket& b, uint64_t index) const {
+  return b.heal && b.ran && index >= b.heal->at && *b.ran != b.heal->from && b.queue.empty() && b.pending.empty();
+}
+
+void CommPolicy::startHealCheck(Bucket& b, uint64_t index) {
+  const double now = b.det.calibrated() ? b.det.baseline() : b.lastObsLog;
+  beginEpisode(b, now, now);
+  b.changeAt = index;  // no change seen: other sizes' older observations say nothing about this one
+  b.quick = true;
+  b.quickKnown = false;
+  b.confirmed = true;
+  b.healing = true;
+  b.queue.push_back(toDecision(b.heal->from));
 }
 
 // Pairs stage: one channel count per other (algo, proto) predicted close to the incumbent's time `now`
@@ -467,7 +509,7 @@ bool CommPolicy::needsConfirmation(Bucket& b) {
 
 void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   // After a re-probe episode, the inference again on settled times: the alarm's may straddle the change.
-  const std::optional<logev::Cause> cause = b.calibrated ? causeOf(b.coll, index) : std::nullopt;
+  const std::optional<logev::Cause> cause = b.calibrated ? causeOf(b, index) : std::nullopt;
   b.phase = Phase::Steady;
   b.queue.clear();
   b.pending.clear();
@@ -496,6 +538,18 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
                                              : AdaptKind::Commit;
     b.former = startRan;
   }
+  // The heal check (healDue): armed by a slowdown's switch, backed off by a check that kept the workaround,
+  // ended by any other switch.
+  std::optional<Heal> healBefore = b.heal;
+  if (b.healing && kind == AdaptKind::Hold && b.heal) {
+    b.heal->gap = std::min(b.heal->gap * 2, kHealMaxGap);
+    b.heal->at = index + b.heal->gap;
+  } else if (episode && *b.ran != startRan) {
+    if (b.alarmShift > 0 && !b.healing)
+      b.heal = Heal{startRan, index + kHealFirstGap, kHealFirstGap, index};
+    else
+      b.heal.reset();
+  }
   // Only an episode that measured other candidates shows it, or one that recognised a state where others
   // were measured: one that measured the incumbent alone (out of budget, every candidate too costly) does not.
   const bool measuredOthers = (b.quick && b.quickKnown) || std::count_if(b.est.begin(), b.est.end(), [&](const auto& e) {
@@ -520,8 +574,12 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   }
   // The new baseline comes from the next intervals' own observations, not from the probes: a baseline
   // taken from the selected (hence luckiest) probe would make ordinary noise look like a slowdown.
-  b.det.reset();
-  b.chosenLog = afterLog;
+  // A heal check that kept the workaround changed nothing: the detector keeps its baseline, or it would be
+  // blind for the few intervals a new one takes, just when the slowdown may end.
+  if (!(b.healing && kind == AdaptKind::Hold)) {
+    b.det.reset();
+    b.chosenLog = afterLog;
+  }
   b.calibrated = true;
 
   std::vector<logev::Candidate> cands;
@@ -541,6 +599,10 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
                                  : "calibration measured " + std::to_string(sorted.size()) + " candidates; " +
                                        choiceName(*b.ran) + " is " + percentText(gain) + " faster than NCCL's " +
                                        (b.nccl ? choiceName(*b.nccl) : std::string("choice"));
+  else if (kind == AdaptKind::Hold && b.healing && healBefore)
+    reason = "re-measured " + choiceName(healBefore->from) + ", in force before the slowdown of verdict " +
+             std::to_string(healBefore->since) + ": still slower, kept; next look in " +
+             std::to_string(b.heal->gap) + " verdicts";
   else if (kind == AdaptKind::Hold && b.quick)
     reason = "the same state as at verdict " + std::to_string(b.matchedIndex) + ", where " + choiceName(*b.ran) +
              (sorted.size() > 1 ? " won; re-measured, it still does: kept" : " won: kept without probing");
@@ -559,6 +621,9 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
     reason += "; " + std::to_string(b.costly) + (b.costly == 1 ? " candidate" : " candidates") +
               " predicted over " + cap + " the incumbent's time left unmeasured";
   }
+  if (b.healing && kind != AdaptKind::Hold && healBefore)
+    reason += "; the slowdown of verdict " + std::to_string(healBefore->since) + " has ended";
+  b.healing = false;
   if (b.notState > 0)
     reason += "; not the state of verdict " + std::to_string(b.notState) + " after all: its re-measured choice disagreed";
   if (cause) reason += "; " + cause->text;
@@ -605,7 +670,12 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
       break;
     }
     case Phase::Steady:
-      if (b.shift == Shift::None) return false;
+      if (b.shift == Shift::None) {
+        if (!healDue(b, index) || !budgetAllows(probeCostUs(b, toDecision(b.heal->from), probeLength(b, 0))))
+          return false;
+        startHealCheck(b, index);
+        break;
+      }
       // Token bucket: episodes earn exploration time at exploreShare of the measured time, with a credit of
       // one episode's worth so that an early fault is not left alone (calibration draws on the same budget).
       // Deferred when the budget cannot pay for even one probe at the incumbent's time on the shortest
@@ -755,10 +825,13 @@ std::vector<std::pair<int8_t, int8_t>> CommPolicy::topPairs(const Bucket& b, dou
   return out;
 }
 
+double CommPolicy::meanCollUs() const {
+  return totalColls_ > 0 ? totalUs_ / static_cast<double>(totalColls_) : 0;
+}
+
 double CommPolicy::allowanceUs() const {
   // The credit's unit is the comm's mean collective time: what one collective of its traffic costs.
-  double unit = totalColls_ > 0 ? totalUs_ / static_cast<double>(totalColls_) : 0;
-  return p_.exploreShare * totalUs_ + kBurstCollectives * unit;
+  return p_.exploreShare * totalUs_ + kBurstCollectives * meanCollUs();
 }
 
 bool CommPolicy::budgetAllows(double moreUs) const {

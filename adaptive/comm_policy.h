@@ -80,6 +80,12 @@ class CommPolicy {
     uint64_t index = 0;
     uint64_t confirmedAt = 0;  // the verdict a second witness last confirmed this state at (0: never)
   };
+  // The choice a slowdown's switch replaced, re-measured from verdict `at` on (healDue); `since`: the
+  // episode that switched.
+  struct Heal {
+    Choice from;
+    uint64_t at = 0, gap = 0, since = 0;
+  };
   struct Bucket {
     int coll = -1, bucket = 0;
     std::optional<Sight> sight;
@@ -110,7 +116,13 @@ class CommPolicy {
     double accLog = 0;
     int accN = 0;
     double lastObsLog = 0;  // the latest detector observation (log µs): the incumbent's time at an alarm
-    uint64_t lastObsAt = 0;  // the verdict that observation was made at (cause.h: only fresh ones compare)
+    uint64_t accFrom = 0;    // the verdict the collectives behind accLog began at
+    uint64_t lastObsAt = 0;  // the verdict the latest observation was made at (cause.h: only fresh ones compare)
+    uint64_t lastObsFrom = 0;  // and the verdict its first collective came at
+    // The observation at which the detector's current evidence for a slowdown (a speed-up) began, and the
+    // pending alarm's: where its change began, as far as the detector can tell (causeOf compares only
+    // other sizes' observations made after it).
+    uint64_t slowerSince = 0, fasterSince = 0, changeAt = 0;
     bool calibrated = false;
     uint64_t suspectUntil = 0;  // a new unhealthy link: alarm on any clear deviation before this verdict
     bool suspected = false;     // the pending alarm came from that suspicion
@@ -124,6 +136,8 @@ class CommPolicy {
     std::optional<std::pair<Choice, double>> witness;
     double witnessIncLog = 0;  // and what the incumbent measured in that episode
     uint64_t notState = 0;
+    std::optional<Heal> heal;
+    bool healing = false;  // this episode is a heal check
     Decision startDecision;            // the incumbent when the episode (or calibration) began
     std::optional<Choice> startRan;    // and what it ran
     std::vector<Memory> memory;       // finished episodes, newest last
@@ -149,6 +163,9 @@ class CommPolicy {
   bool advance(Bucket& b, uint64_t index, uint64_t boundary);
   Decision issueProbe(Bucket& b, uint64_t index, uint64_t len);
   void startEpisode(Bucket& b, uint64_t index, uint64_t boundary);
+  void beginEpisode(Bucket& b, double before, double now);
+  bool healDue(const Bucket& b, uint64_t index) const;
+  void startHealCheck(Bucket& b, uint64_t index);
   void queueReprobes(Bucket& b, Choice inc, double now);
   void checkWitness(Bucket& b, uint64_t index);
   void finishEpisode(Bucket& b, uint64_t index, uint64_t boundary);
@@ -157,6 +174,7 @@ class CommPolicy {
   // The budget (docs/policy.md §3): measured probe time plus what the probes in flight are predicted to
   // cost, never above exploreShare of the comm's measured time plus a small credit.
   bool budgetAllows(double moreUs) const;
+  double meanCollUs() const;  // the comm's mean collective time so far (0 before any)
   double allowanceUs() const;
   // The incumbent's time per collective (µs), and a candidate's predicted time per collective.
   double incumbentUs(const Bucket& b) const;
@@ -189,7 +207,7 @@ class CommPolicy {
   logev::Detector detectorOf(const Bucket& b) const;
   std::vector<std::string> linkNotes() const;
   // The latency-or-bandwidth inference (cause.h) over `coll`'s buckets at an alarm; none without attribution.
-  std::optional<logev::Cause> causeOf(int coll, uint64_t index) const;
+  std::optional<logev::Cause> causeOf(const Bucket& alarming, uint64_t index) const;
   double busBw(const Bucket& b, double us) const;
 
   uint64_t commId_;
