@@ -297,8 +297,9 @@ std::optional<logev::Cause> CommPolicy::causeOf(const Bucket& alarming, uint64_t
   for (const auto& [key, b] : buckets_) {
     if (b.coll != alarming.coll || b.colls == 0 || !b.calibrated || !b.ran) continue;
     const double bytes = b.bytesSum / static_cast<double>(b.colls);
-    const bool since = &b == &alarming || (b.lastObsFrom > alarming.changeAt && b.lastObsAt + kCauseFresh >= index);
-    if (b.phase == Phase::Steady && b.det.calibrated() && since) {
+    const bool afterChange =
+        &b == &alarming || (b.lastObsFrom > alarming.changeAt && b.lastObsAt + kCauseFresh >= index);
+    if (b.phase == Phase::Steady && b.det.calibrated() && afterChange) {
       deltas.push_back({bytes, std::exp(b.det.baseline()), std::exp(b.lastObsLog)});
     } else if (b.phase == Phase::Exploring && b.startRan) {
       auto it = b.est.find(*b.startRan);

@@ -206,7 +206,8 @@ class CommPolicy {
   logev::Adapt adaptFor(const Bucket& b, logev::AdaptKind kind) const;  // the bucket's range and the kind
   logev::Detector detectorOf(const Bucket& b) const;
   std::vector<std::string> linkNotes() const;
-  // The latency-or-bandwidth inference (cause.h) over `coll`'s buckets at an alarm; none without attribution.
+  // The latency-or-bandwidth inference (cause.h) over the buckets of `alarming`'s collective, at its alarm or
+  // the end of its episode; none without attribution.
   std::optional<logev::Cause> causeOf(const Bucket& alarming, uint64_t index) const;
   double busBw(const Bucket& b, double us) const;
 
