@@ -39,8 +39,8 @@ const SettingSpec kSpecs[] = {
     {"WIREWISE_SUMMARY_MS", IntRow{&Settings::summaryMs, 100, 3600000},
      "interval between observation summaries in the adaptation log, in milliseconds"},
     {"WIREWISE_EVENT_POOL", IntRow{&Settings::eventPool, 16, 1 << 20},
-     "in-flight collectives tracked per communicator, their kernel channels included; beyond it profiler "
-     "events are dropped and counted"},
+     "in-flight collectives tracked per communicator (rounded up to a power of two), their kernel channels "
+     "included; beyond it profiler events are dropped and counted"},
     {"WIREWISE_LOG_QUEUE", IntRow{&Settings::logQueue, 16, 1 << 20},
      "adaptation-log lines held in memory while the writer catches up; beyond it lines are dropped and counted"},
     {"WIREWISE_SYNC", EnumRow<SyncMode>{&Settings::sync, kSyncModes},

@@ -106,26 +106,47 @@ ProfEvent toProfEvent(const Descr& d) {
 }
 
 // The two events of every collective go straight to their own entry points: building a whole ProfEvent
-// for them cost more instructions than the sink spends on them.
+// for them cost more instructions than the sink spends on them. Each kind has its own function, reached
+// by a tail call, so that each saves only the registers it needs; the Coll and KernelCh ones are
+// flattened, as getCollInfo is: the sink's hot path is inlined and reads NCCL's descriptor directly (its
+// rare paths are noinline).
+template <typename Descr>
+[[gnu::noinline]] __attribute__((flatten)) ncclResult_t startCollEvent(void* context, void** eHandle, const Descr* d) {
+  *eHandle = profilerStartColl(context, {.seqNumber = d->coll.seqNumber,
+                                         .func = d->coll.func,
+                                         .count = d->coll.count,
+                                         .datatype = d->coll.datatype,
+                                         .algo = d->coll.algo,
+                                         .proto = d->coll.proto,
+                                         .nChannels = d->coll.nChannels});
+  return ncclSuccess;
+}
+
+template <typename Descr>
+[[gnu::noinline]] __attribute__((flatten)) ncclResult_t startKernelChEvent(void* context, void** eHandle,
+                                                                           const Descr* d) {
+  *eHandle = profilerStartKernelCh(
+      context, {.parent = d->parentObj, .pTimer = d->kernelCh.pTimer, .channelId = d->kernelCh.channelId});
+  return ncclSuccess;
+}
+
+template <typename Descr>
+[[gnu::noinline]] ncclResult_t startOtherEvent(void* context, void** eHandle, const Descr* d) {
+  *eHandle = profilerStartEvent(context, toProfEvent(*d));
+  return ncclSuccess;
+}
+
+// NCCL ignores the return values; success regardless.
 template <typename Descr>
 ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
   if (eHandle == nullptr) return ncclSuccess;
-  if (d == nullptr)
+  if (d == nullptr) {
     *eHandle = nullptr;
-  else if (d->type == ncclProfileColl)
-    *eHandle = profilerStartColl(context, {.seqNumber = d->coll.seqNumber,
-                                           .func = d->coll.func,
-                                           .count = d->coll.count,
-                                           .datatype = d->coll.datatype,
-                                           .algo = d->coll.algo,
-                                           .proto = d->coll.proto,
-                                           .nChannels = d->coll.nChannels});
-  else if (d->type == ncclProfileKernelCh)
-    *eHandle = profilerStartKernelCh(
-        context, {.parent = d->parentObj, .pTimer = d->kernelCh.pTimer, .channelId = d->kernelCh.channelId});
-  else
-    *eHandle = profilerStartEvent(context, toProfEvent(*d));
-  return ncclSuccess;  // NCCL ignores these return values; success regardless
+    return ncclSuccess;
+  }
+  if (d->type == ncclProfileColl) return startCollEvent(context, eHandle, d);
+  if (d->type == ncclProfileKernelCh) return startKernelChEvent(context, eHandle, d);
+  return startOtherEvent(context, eHandle, d);
 }
 
 inline ncclResult_t stopEvent(void* eHandle) {

@@ -109,9 +109,11 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
 void* profilerStartColl(void* context, const CollStart& ev) noexcept {
   auto* comm = static_cast<CommProfiler*>(context);
   if (comm == nullptr) return nullptr;
-  // Claims the plan's launch; an inline no-op (one branch) unless CUPTI matching runs.
+  void* handle = comm->events.startColl(ev);
+  // Claims the plan's launch; an inline no-op (one branch) unless CUPTI matching runs. After the sink's
+  // start, whose hot path then holds nothing across this rare call.
   comm->launches.onColl(ev.func, ev.seqNumber);
-  return comm->events.startColl(ev);
+  return handle;
 }
 
 void* profilerStartKernelCh(void* context, const ChannelStart& ev) noexcept {
@@ -119,7 +121,7 @@ void* profilerStartKernelCh(void* context, const ChannelStart& ev) noexcept {
   return comm == nullptr ? nullptr : comm->events.startChannel(ev);
 }
 
-void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept {
+[[gnu::noinline]] void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept {
   if (ev.type == kEvColl) return profilerStartColl(context, collStartOf(ev));
   if (ev.type == kEvKernelCh) return profilerStartKernelCh(context, channelStartOf(ev));
   if (ev.type == kEvKernelLaunch) {
@@ -143,23 +145,25 @@ void* profilerStartEvent(void* context, const ProfEvent& ev) noexcept {
   return nullptr;
 }
 
+// stopEvent and recordEventState carry no context: the handle itself names its sink. Only the event
+// sink's KernelCh handles carry a sub-index (telemetry/slot_tag.h), so those need no look at the type.
 void profilerStopEvent(void* handle) noexcept {
-  // stopEvent carries no context: the handle itself names its type and sink.
   if (handle == nullptr) return;
   const SlotHead* h = slot_tag::headOf(handle);
-  if (isProxyHandle(h))
-    stopProxyEvent(h, handle);
-  else
+  if (slot_tag::subOf(handle) != 0)
     static_cast<EventSink*>(h->owner)->stopOwn(handle);
+  else if (isProxyHandle(h))
+    stopProxyEvent(h, handle);
+  // else a Coll: its stop only means "enqueued" and is not waited for (telemetry/event_sink.h)
 }
 
 void profilerRecordState(void* handle, int state, uint64_t arg) noexcept {
   if (handle == nullptr) return;
-  const SlotHead* h = slot_tag::headOf(handle);
-  if (isProxyHandle(h)) {
-    recordProxyState(h, handle, state, arg);
-  } else if (state == kStateKernelChStop) {
-    static_cast<EventSink*>(h->owner)->recordStopOwn(handle, arg);
+  if (state == kStateKernelChStop) {
+    EventSink::recordStopOwn(handle, arg);  // ignores a handle without a sub-index
+  } else {
+    const SlotHead* h = slot_tag::headOf(handle);
+    if (isProxyHandle(h)) recordProxyState(h, handle, state, arg);
   }
 }
 

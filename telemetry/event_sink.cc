@@ -5,6 +5,7 @@
 #include "telemetry/event_sink.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "adaptive/types.h"
 #include "telemetry/lockfree.h"
@@ -16,30 +17,34 @@ namespace {
 // A Coll slot keeps kMaxChannels channels, NCCL's MAXCHANNELS (adaptive/types.h).
 static_assert(kMaxChannels + 1 <= static_cast<int>(slot_tag::kMaxSub), "channel + 1 is a handle's sub-index");
 
-// Coll control word: [gen:32][folders:8][unused:5][inUse:1][poisoned:1][stopped:1][channelsLeft:16].
+// Coll control word: [gen:16][unused:8][folders:16][unused:6][inUse:1][poisoned:1][channelsLeft:16]. The
+// generation sits where a handle carries its tag (slot_tag::kTagBits), so the two compare in place.
 // "folders" counts threads working inside the slot right now (a child starting or stopping); a slot is
-// only recycled with 0.
+// only recycled with 0. They are the threads that call NCCL's profiler for one collective at one moment
+// (its proxy thread, a few at most): 16 bits cannot overflow, so entering does not test for room. The
+// Coll's own stop is not in the word: it only means "enqueued", and the collective is whole once its
+// children have stopped, so a Coll stop costs a handle check and nothing more.
 constexpr uint64_t kLeftMask = 0xffff;
-constexpr uint64_t kStopped = 1ull << 16;
 constexpr uint64_t kPoisoned = 1ull << 17;
 constexpr uint64_t kInUse = 1ull << 18;
 constexpr uint64_t kFolder = 1ull << 24;
-constexpr uint64_t kFolderMask = 0xffull << 24;
-// Handles: see telemetry/slot_tag.h.
-using slot_tag::tagged;
-using slot_tag::tagOf;
+constexpr uint64_t kFolderMask = 0xffffull << 24;
+// Handles: see telemetry/slot_tag.h. A Tag is a generation in the top 16 bits, as both the control word
+// and a handle carry it; the next generation is tag + kNextGen (it wraps with the tag).
+using Tag = uint64_t;
+constexpr uint64_t kNextGen = uint64_t{1} << slot_tag::kTagShift;
 using slot_tag::untag;
 
-uint32_t genOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
+Tag genOf(uint64_t c) { return c & slot_tag::kTagBits; }
 uint64_t leftOf(uint64_t c) { return c & kLeftMask; }
-bool finalizable(uint64_t c) { return (c & kInUse) && (c & kStopped) && leftOf(c) == 0 && !(c & kFolderMask); }
-// A child may enter the slot of generation tag `tag`: in use, that generation, a channel still expected,
-// and room for one more folder.
-bool enterable(uint64_t c, uint32_t tag) {
-  return (c & kInUse) && tagOf(genOf(c)) == tag && leftOf(c) != 0 && (c & kFolderMask) != kFolderMask;
-}
+bool finalizable(uint64_t c) { return (c & kInUse) && leftOf(c) == 0 && !(c & kFolderMask); }
+// The same, for the word a folder's leaving left: the slot is in use (the folder held it).
+bool finalizableAfterLeave(uint64_t n) { return (n & (kLeftMask | kFolderMask)) == 0; }
+// A child may enter the slot of generation tag `tag`: that generation, and a channel still expected (so
+// in use: a free slot's word is its generation alone).
+bool enterable(uint64_t c, Tag tag) { return genOf(c) == tag && leftOf(c) != 0; }
 
-struct alignas(64) CollSlot : SlotHead {
+struct alignas(kSlotAlign) CollSlot : SlotHead {
   std::atomic<uint64_t> ctrl{0};
   std::atomic<uint64_t> order{0};  // the start (collCalls) that took it: a slot a pool's worth older is stale
   // Bit c of live: channel c's KernelCh started and not yet stopped. Bit c of timed: channel c stopped
@@ -73,11 +78,30 @@ void summarize(const uint32_t* ns, const uint8_t* id, int n, CollRecord* out) no
   out->slowRatioQ8 = static_cast<uint16_t>(std::min(65535.0, 256.0 * slowest / median + 0.5));
 }
 
+// max(stop) - min(start) over two or more timed channels, and each channel's own time for the summary.
+// Out of line: its arrays would give the one-channel case a large stack frame.
+[[gnu::noinline]] void timeChannels(const CollSlot* s, uint64_t timed, CollRecord* out) noexcept {
+  uint32_t ns[kMaxChannels];
+  uint8_t id[kMaxChannels];
+  uint64_t minStart = UINT64_MAX, maxStop = 0;
+  int n = 0;
+  for (uint64_t m = timed; m != 0; m &= m - 1, ++n) {
+    const int ch = __builtin_ctzll(m);
+    const uint64_t a = s->t0[ch].load(std::memory_order_relaxed), b = s->t1[ch].load(std::memory_order_relaxed);
+    minStart = std::min(minStart, a);
+    maxStop = std::max(maxStop, b);
+    id[n] = static_cast<uint8_t>(ch);
+    ns[n] = static_cast<uint32_t>(std::min<uint64_t>(b - a, UINT32_MAX));
+  }
+  out->durationNs = maxStop - minStart;
+  summarize(ns, id, n, out);
+}
+
 }  // namespace
 
 struct EventSink::Impl {
   Impl(EventSink* owner, size_t collPool)
-      : nColl(static_cast<uint32_t>(collPool == 0 ? 1 : collPool)), colls(new CollSlot[nColl]) {
+      : nColl(static_cast<uint32_t>(std::bit_ceil(collPool == 0 ? 1 : collPool))), colls(new CollSlot[nColl]) {
     for (uint32_t i = 0; i < nColl; ++i) colls[i].type = kEvColl, colls[i].owner = owner, colls[i].index = i;
     for (auto& e : learned) e.store(0, std::memory_order_relaxed);
     // The top 16 address bits carry tags: a pool above 2^48 (never seen without an mmap hint) cannot
@@ -87,25 +111,31 @@ struct EventSink::Impl {
 
   void* startColl(const CollStart& ev) noexcept;
   void* startChannel(const ChannelStart& ev, EventSink* self) noexcept;
-  void recordStop(CollSlot* s, uint32_t tag, uint32_t channel, uint64_t pTimer) noexcept;
-  void stopColl(CollSlot* s, uint32_t tag) noexcept;
-  void stopChannel(CollSlot* s, uint32_t tag, uint32_t channel) noexcept;
+  static void recordStop(CollSlot* s, Tag tag, uint32_t channel, uint64_t pTimer) noexcept;
+  void stopChannel(CollSlot* s, Tag tag, uint32_t channel) noexcept;
   void stopAny(CollSlot* s, void* handle) noexcept;
-  CollSlot* claimColl(uint64_t k, uint32_t* gen) noexcept;
-  bool takeColl(CollSlot* s, uint64_t k, bool orStale, uint32_t* gen) noexcept;
+  [[gnu::noinline, gnu::cold]] CollSlot* claimSlow(uint64_t k, uint8_t nChannels, Tag* gen) noexcept;
+  void* fill(CollSlot* s, Tag gen, uint64_t k, const CollStart& ev) noexcept;
+  CollSlot* claimColl(uint64_t k, Tag* gen) noexcept;
+  bool takeColl(CollSlot* s, uint64_t k, bool orStale, Tag* gen) noexcept;
   uint8_t expectedChildren(uint8_t nChannels) const noexcept;
-  void orphan(CollSlot* p, uint64_t pc, uint32_t tag) noexcept;
+  [[gnu::noinline, gnu::cold]] void* orphan(CollSlot* p, uint64_t pc, Tag tag) noexcept;
+  [[gnu::noinline, gnu::cold]] void* startBeyondMax(CollSlot* p, Tag tag) noexcept;
+  [[gnu::noinline, gnu::cold]] void* startedTwice(CollSlot* p) noexcept;
+  [[gnu::noinline, gnu::cold]] void* finalizeThen(CollSlot* p, uint64_t c, void* handle) noexcept;
   [[gnu::always_inline]] void leave(CollSlot* s, uint64_t delta) noexcept;
-  void finalize(CollSlot* s, uint64_t c) noexcept;
+  [[gnu::noinline]] void finalize(CollSlot* s, uint64_t c) noexcept;
 
   bool usable = false;
-  uint32_t nColl;
+  uint32_t nColl;  // a power of two: start k's slot is k & (nColl - 1)
   std::unique_ptr<CollSlot[]> colls;
   // The KernelCh children NCCL was seen to emit for a Coll of n channels, when fewer than n (0: n itself).
   std::atomic<uint8_t> learned[256];
   std::unique_ptr<SampleRing> ring;
   std::atomic<uint64_t> collCalls{0};
-  std::atomic<uint64_t> started{0}, emitted{0}, poolDrops{0}, ringDrops{0}, incomplete{0}, orphans{0}, unsampled{0};
+  // Started collectives are collCalls - claimDrops and emitted samples the ring's pushes: neither costs
+  // the hot path a count of its own.
+  std::atomic<uint64_t> claimDrops{0}, poolDrops{0}, ringDrops{0}, incomplete{0}, orphans{0}, unsampled{0};
   std::atomic<uint64_t> unresolved{0};  // drained records of an unknown func or datatype
 };
 
@@ -118,10 +148,10 @@ struct EventSink::Impl {
 // worth in flight, all young) the event is dropped and counted, as a full pool's was.
 constexpr uint32_t kProbe = 8;
 
-CollSlot* EventSink::Impl::claimColl(uint64_t k, uint32_t* gen) noexcept {
+CollSlot* EventSink::Impl::claimColl(uint64_t k, Tag* gen) noexcept {
   for (bool stale : {false, true})
     for (uint32_t i = 0; i < std::min(kProbe, nColl); ++i) {
-      CollSlot* s = &colls[(k + i) % nColl];
+      CollSlot* s = &colls[(k + i) & (nColl - 1)];
       if (takeColl(s, k, stale, gen)) return s;
     }
   return nullptr;
@@ -129,7 +159,7 @@ CollSlot* EventSink::Impl::claimColl(uint64_t k, uint32_t* gen) noexcept {
 
 // Takes s for start k if it is free (or stale, when orStale); false when it is neither, or a child is
 // inside it or it is being finalized at this very moment.
-bool EventSink::Impl::takeColl(CollSlot* s, uint64_t k, bool orStale, uint32_t* gen) noexcept {
+bool EventSink::Impl::takeColl(CollSlot* s, uint64_t k, bool orStale, Tag* gen) noexcept {
   uint64_t c = s->ctrl.load(std::memory_order_acquire);
   for (;;) {
     const bool stale = (c & kInUse) != 0;
@@ -137,8 +167,8 @@ bool EventSink::Impl::takeColl(CollSlot* s, uint64_t k, bool orStale, uint32_t* 
                   k - s->order.load(std::memory_order_relaxed) < nColl))
       return false;
     // Held with one folder while it is refilled, so that no late child of the old owner can touch it.
-    const uint32_t g = genOf(c) + (stale ? 1 : 0);
-    if (!s->ctrl.compare_exchange_weak(c, (uint64_t{g} << 32) | kInUse | kFolder, std::memory_order_acq_rel,
+    const Tag g = genOf(c) + (stale ? kNextGen : 0);
+    if (!s->ctrl.compare_exchange_weak(c, g | kInUse | kFolder, std::memory_order_acq_rel,
                                        std::memory_order_acquire))
       continue;
     if (stale) {
@@ -149,7 +179,7 @@ bool EventSink::Impl::takeColl(CollSlot* s, uint64_t k, bool orStale, uint32_t* 
       // than expected undoes it: orphan()).
       const uint8_t seen = static_cast<uint8_t>((s->shape.load(std::memory_order_relaxed) & 0xff) - leftOf(c));
       const uint8_t n = s->rec.nChannels;
-      if ((c & kStopped) && !(c & kPoisoned) && seen > 0 && seen < n && s->live.load(std::memory_order_relaxed) == 0)
+      if (!(c & kPoisoned) && seen > 0 && seen < n && s->live.load(std::memory_order_relaxed) == 0)
         learned[n].store(seen, std::memory_order_relaxed);
     }
     s->order.store(k, std::memory_order_relaxed);
@@ -163,17 +193,42 @@ uint8_t EventSink::Impl::expectedChildren(uint8_t nChannels) const noexcept {
   return l != 0 ? l : nChannels;
 }
 
+// The usual case, inline: start k's own slot is free (its control word is just its generation).
+// Acquire only: the claim publishes nothing (fill's final store does). Anything else is claimSlow's.
 void* EventSink::Impl::startColl(const CollStart& ev) noexcept {
-  const uint64_t collIndex = collCalls.fetch_add(1, std::memory_order_relaxed);
-  uint32_t gen;
-  CollSlot* s = claimColl(collIndex, &gen);
-  if (s == nullptr) {
-    poolDrops.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t k = collCalls.fetch_add(1, std::memory_order_relaxed);
+  CollSlot* s = &colls[k & (nColl - 1)];
+  uint64_t c = s->ctrl.load(std::memory_order_acquire);
+  Tag gen;
+  if (ev.nChannels == 0 || (c & kInUse) ||
+      !s->ctrl.compare_exchange_strong(c, c | kInUse | kFolder, std::memory_order_acquire, std::memory_order_relaxed))
+      [[unlikely]] {
+    s = claimSlow(k, ev.nChannels, &gen);
+    if (s == nullptr) return nullptr;
+  } else {
+    s->order.store(k, std::memory_order_relaxed);
+    gen = genOf(c);
+  }
+  return fill(s, gen, k, ev);
+}
+
+// A Coll of 0 channels (no child will complete it: done at once, and NCCL needs no handle), or start
+// k's own slot taken: the next free or stale one, if any.
+CollSlot* EventSink::Impl::claimSlow(uint64_t k, uint8_t nChannels, Tag* gen) noexcept {
+  if (nChannels == 0) {
+    unsampled.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
+  CollSlot* s = claimColl(k, gen);
+  if (s == nullptr) claimDrops.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+// Fills a slot claimed for start k (held with one folder) and publishes it.
+inline void* EventSink::Impl::fill(CollSlot* s, Tag gen, uint64_t k, const CollStart& ev) noexcept {
   // NCCL's strings and count as they come: drain() resolves them, off NCCL's thread.
   s->rec = {.seqNumber = ev.seqNumber,
-            .collIndex = collIndex,
+            .collIndex = k,
             .count = ev.count,
             .func = ev.func,
             .datatype = ev.datatype,
@@ -185,94 +240,97 @@ void* EventSink::Impl::startColl(const CollStart& ev) noexcept {
   s->live.store(0, std::memory_order_relaxed);
   s->timed.store(0, std::memory_order_relaxed);
   // release: publishes the fields above to whichever thread finalizes this slot.
-  s->ctrl.store((uint64_t{gen} << 32) | kInUse | expected, std::memory_order_release);
-  started.fetch_add(1, std::memory_order_relaxed);
-  return tagged(s, gen);
-}
-
-void EventSink::Impl::stopColl(CollSlot* s, uint32_t tag) noexcept {
-  uint64_t c = s->ctrl.load(std::memory_order_acquire);
-  for (;;) {
-    // A stop for a recycled slot (tag mismatch) or a second stop is ignored.
-    if (!(c & kInUse) || tagOf(genOf(c)) != tag || (c & kStopped)) return;
-    uint64_t n = c | kStopped;
-    if (s->ctrl.compare_exchange_weak(c, n, std::memory_order_acq_rel, std::memory_order_acquire)) {
-      if (finalizable(n)) finalize(s, n);
-      return;
-    }
-  }
+  s->ctrl.store(gen | kInUse | expected, std::memory_order_release);
+  return slot_tag::taggedBits(s, gen, 0);
 }
 
 // A KernelCh for a parent p that cannot take it (pc: p's control word, tag: the parent handle's) is
-// counted as an orphan. A child beyond what was expected of a parent that was waiting for fewer than its
-// channels means NCCL emits them all again: expect them all (the parent completed early; its sample is
-// one).
-void EventSink::Impl::orphan(CollSlot* p, uint64_t pc, uint32_t tag) noexcept {
+// counted as an orphan; null. A child beyond what was expected of a parent that was waiting for fewer
+// than its channels means NCCL emits them all again: expect them all (the parent completed early; its
+// sample is one).
+void* EventSink::Impl::orphan(CollSlot* p, uint64_t pc, Tag tag) noexcept {
   const uint16_t shape = p != nullptr ? p->shape.load(std::memory_order_relaxed) : 0;
   if ((shape & 0xff) < (shape >> 8) &&
-      (tagOf(genOf(pc)) == tag || (!(pc & kInUse) && tagOf(genOf(pc)) == tagOf(tag + 1))))
+      (genOf(pc) == tag || (!(pc & kInUse) && genOf(pc) == tag + kNextGen)))
     learned[shape >> 8].store(0, std::memory_order_relaxed);
   orphans.fetch_add(1, std::memory_order_relaxed);
+  return nullptr;
 }
 
 // Leaves a slot entered as a folder: ctrl += delta (which takes the folder back), and finalizes the
 // collective if that made it complete.
 inline void EventSink::Impl::leave(CollSlot* s, uint64_t delta) noexcept {
   const uint64_t n = s->ctrl.fetch_add(delta, std::memory_order_acq_rel) + delta;
-  if (finalizable(n)) finalize(s, n);
+  if (finalizableAfterLeave(n)) finalize(s, n);
 }
 
 // The parent is null or a handle this process's profiler returned (NCCL passes the Coll's own handle:
 // KernelCh events come from this process's proxy, also under PXN), so its head may be read: it must be
 // a Coll of this sink, and the handle the Coll's own. The child then enters the parent's slot as a
 // folder: no recycling can happen under it, so what it writes belongs to the collective it names.
+// Every rare case leaves by a tail call, so that the usual one saves no registers.
 void* EventSink::Impl::startChannel(const ChannelStart& ev, EventSink* self) noexcept {
-  if (ev.parent == nullptr || slot_tag::headOf(ev.parent)->owner != self || slot_tag::subOf(ev.parent) != 0) {
-    orphans.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
+  if (ev.parent == nullptr || slot_tag::headOf(ev.parent)->owner != self || slot_tag::subOf(ev.parent) != 0)
+    return orphan(nullptr, 0, 0);
   CollSlot* p = reinterpret_cast<CollSlot*>(untag(ev.parent));
-  const uint32_t tag = slot_tag::tagOfHandle(ev.parent);
+  const Tag tag = slot_tag::tagBitsOf(ev.parent);
   const uint32_t channel = ev.channelId;
-  // Beyond NCCL's MAXCHANNELS a channel is not kept, so the collective cannot be timed whole: it counts
-  // as done and poisons the parent, which then completes without a misleading sample.
-  const bool kept = channel < kMaxChannels;
+  if (channel >= kMaxChannels) [[unlikely]]
+    return startBeyondMax(p, tag);
   uint64_t c = p->ctrl.load(std::memory_order_acquire);
-  for (;;) {
-    if (!enterable(c, tag)) {
-      orphan(p, c, tag);
-      return nullptr;
-    }
-    const uint64_t n = kept ? c + kFolder : (c - 1) | kPoisoned;
-    if (!p->ctrl.compare_exchange_weak(c, n, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-    if (kept) break;
-    orphans.fetch_add(1, std::memory_order_relaxed);
-    if (finalizable(n)) finalize(p, n);
-    return nullptr;
-  }
+  do {
+    if (!enterable(c, tag)) return orphan(p, c, tag);
+  } while (!p->ctrl.compare_exchange_weak(c, c + kFolder, std::memory_order_acq_rel, std::memory_order_acquire));
   const uint64_t bit = uint64_t{1} << channel;
-  if (p->live.fetch_or(bit, std::memory_order_relaxed) & bit) {  // this channel is already open
-    orphans.fetch_add(1, std::memory_order_relaxed);
-    leave(p, -kFolder);
-    return nullptr;
-  }
+  if (p->live.fetch_or(bit, std::memory_order_relaxed) & bit) return startedTwice(p);
   p->t0[channel].store(ev.pTimer, std::memory_order_relaxed);
   p->t1[channel].store(0, std::memory_order_relaxed);
-  leave(p, -kFolder);
-  return tagged(p, genOf(c), channel + 1);
+  void* handle = slot_tag::taggedBits(p, tag, channel + 1);
+  const uint64_t n = p->ctrl.fetch_add(-kFolder, std::memory_order_acq_rel) - kFolder;
+  // Complete already: other children finished it while this one was inside (more children than it
+  // waited for). Its handle is still returned; the child's stop will find the slot gone.
+  if (finalizableAfterLeave(n)) [[unlikely]]
+    return finalizeThen(p, n, handle);
+  return handle;
 }
 
-void EventSink::Impl::recordStop(CollSlot* s, uint32_t tag, uint32_t channel, uint64_t pTimer) noexcept {
+// Beyond NCCL's MAXCHANNELS a channel is not kept, so the collective cannot be timed whole: it counts as
+// done and poisons the parent, which then completes without a misleading sample.
+void* EventSink::Impl::startBeyondMax(CollSlot* p, Tag tag) noexcept {
+  uint64_t c = p->ctrl.load(std::memory_order_acquire), n;
+  do {
+    if (!enterable(c, tag)) return orphan(p, c, tag);
+    n = (c - 1) | kPoisoned;
+  } while (!p->ctrl.compare_exchange_weak(c, n, std::memory_order_acq_rel, std::memory_order_acquire));
+  orphans.fetch_add(1, std::memory_order_relaxed);
+  if (finalizable(n)) finalize(p, n);
+  return nullptr;
+}
+
+// A channel that is already open starts again: counted, and the folder taken back.
+void* EventSink::Impl::startedTwice(CollSlot* p) noexcept {
+  orphans.fetch_add(1, std::memory_order_relaxed);
+  leave(p, -kFolder);
+  return nullptr;
+}
+
+void* EventSink::Impl::finalizeThen(CollSlot* p, uint64_t c, void* handle) noexcept {
+  finalize(p, c);
+  return handle;
+}
+
+void EventSink::Impl::recordStop(CollSlot* s, Tag tag, uint32_t channel, uint64_t pTimer) noexcept {
   uint64_t c = s->ctrl.load(std::memory_order_acquire);
-  // A recycled slot (tag mismatch) is left alone. The check and the store are not one atomic step; a
-  // slot is only recycled once its collective is gone, and NCCL records right before it stops, so the
-  // window is a stale event racing the slot's next owner, whose own record then overwrites it.
-  if ((c & kInUse) && tagOf(genOf(c)) == tag) s->t1[channel].store(pTimer, std::memory_order_relaxed);
+  // A recycled slot (tag mismatch) is left alone; a free one has its next owner's generation, so the tag
+  // alone tells. The check and the store are not one atomic step; a slot is only recycled once its
+  // collective is gone, and NCCL records right before it stops, so the window is a stale event racing
+  // the slot's next owner, whose own record then overwrites it.
+  if (genOf(c) == tag) s->t1[channel].store(pTimer, std::memory_order_relaxed);
 }
 
 // Counts one channel as done, taking one credit and entering as a folder in one step; a stop for a
 // channel that is not open (a duplicate) gives the credit back.
-void EventSink::Impl::stopChannel(CollSlot* s, uint32_t tag, uint32_t channel) noexcept {
+void EventSink::Impl::stopChannel(CollSlot* s, Tag tag, uint32_t channel) noexcept {
   uint64_t c = s->ctrl.load(std::memory_order_acquire);
   for (;;) {
     if (!enterable(c, tag)) {  // recycled, or one channel too many
@@ -295,13 +353,11 @@ void EventSink::Impl::stopChannel(CollSlot* s, uint32_t tag, uint32_t channel) n
   leave(s, -kFolder);
 }
 
-// A handle this sink issued: its sub-index says whose event it is.
+// A handle this sink issued: its sub-index says whose event it is (0: a Coll, whose stop is not waited
+// for).
 void EventSink::Impl::stopAny(CollSlot* s, void* handle) noexcept {
-  const uint32_t tag = slot_tag::tagOfHandle(handle), sub = slot_tag::subOf(handle);
-  if (sub == 0)
-    stopColl(s, tag);
-  else if (sub <= kMaxChannels)
-    stopChannel(s, tag, sub - 1);
+  const uint32_t sub = slot_tag::subOf(handle);
+  if (sub != 0 && sub <= kMaxChannels) stopChannel(s, slot_tag::tagBitsOf(handle), sub - 1);
 }
 
 void EventSink::Impl::finalize(CollSlot* s, uint64_t c) noexcept {
@@ -317,29 +373,11 @@ void EventSink::Impl::finalize(CollSlot* s, uint64_t c) noexcept {
       const int ch = __builtin_ctzll(timed);
       out.durationNs = s->t1[ch].load(std::memory_order_relaxed) - s->t0[ch].load(std::memory_order_relaxed);
     } else {
-      // max(stop) - min(start) over the channels, and each channel's own time for the summary.
-      uint32_t ns[kMaxChannels];
-      uint8_t id[kMaxChannels];
-      uint64_t minStart = UINT64_MAX, maxStop = 0;
-      int n = 0;
-      for (uint64_t m = timed; m != 0; m &= m - 1, ++n) {
-        const int ch = __builtin_ctzll(m);
-        const uint64_t a = s->t0[ch].load(std::memory_order_relaxed), b = s->t1[ch].load(std::memory_order_relaxed);
-        minStart = std::min(minStart, a);
-        maxStop = std::max(maxStop, b);
-        id[n] = static_cast<uint8_t>(ch);
-        ns[n] = static_cast<uint32_t>(std::min<uint64_t>(b - a, UINT32_MAX));
-      }
-      out.durationNs = maxStop - minStart;
-      summarize(ns, id, n, &out);
+      timeChannels(s, timed, &out);
     }
-    if (ring->push(out)) {
-      emitted.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      ringDrops.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (!ring->push(out)) ringDrops.fetch_add(1, std::memory_order_relaxed);
   }
-  s->ctrl.store(uint64_t{genOf(c) + 1} << 32, std::memory_order_release);
+  s->ctrl.store(genOf(c) + kNextGen, std::memory_order_release);
 }
 
 EventSink::EventSink(uint64_t commId, int rank, int nRanks, size_t collPoolSize, size_t ringSize)
@@ -369,13 +407,8 @@ void* EventSink::startColl(const CollStart& c) noexcept {
   return impl_->startColl(c);
 }
 
-void* EventSink::startChannel(const ChannelStart& c) noexcept {
-  if (!impl_->usable) [[unlikely]] {
-    impl_->poolDrops.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
-  return impl_->startChannel(c, this);
-}
+// No usable check: an unusable sink issues no Coll handle, so no KernelCh can name one of its slots.
+void* EventSink::startChannel(const ChannelStart& c) noexcept { return impl_->startChannel(c, this); }
 
 void EventSink::stop(void* handle) noexcept {
   uint32_t tag;
@@ -396,7 +429,7 @@ void EventSink::stopOwn(void* handle) noexcept {
 void EventSink::recordStopOwn(void* handle, uint64_t pTimer) noexcept {
   const uint32_t sub = slot_tag::subOf(handle);
   if (sub != 0 && sub <= kMaxChannels)
-    impl_->recordStop(reinterpret_cast<CollSlot*>(untag(handle)), slot_tag::tagOfHandle(handle), sub - 1, pTimer);
+    Impl::recordStop(reinterpret_cast<CollSlot*>(untag(handle)), slot_tag::tagBitsOf(handle), sub - 1, pTimer);
 }
 
 // Records become samples here, on the consumer's thread: names to indices, count to the tuner's bytes.
@@ -433,9 +466,10 @@ size_t EventSink::drain(CollSample* out, size_t max) noexcept {
 SinkCounters EventSink::counters() const noexcept {
   const Impl& m = *impl_;
   SinkCounters c;
-  c.collsStarted = m.started.load(std::memory_order_relaxed);
-  c.samplesEmitted = m.emitted.load(std::memory_order_relaxed);
-  c.droppedPoolExhausted = m.poolDrops.load(std::memory_order_relaxed);
+  const uint64_t claimDrops = m.claimDrops.load(std::memory_order_relaxed);
+  c.collsStarted = m.collCalls.load(std::memory_order_relaxed) - claimDrops;
+  c.samplesEmitted = m.ring->pushed();
+  c.droppedPoolExhausted = m.poolDrops.load(std::memory_order_relaxed) + claimDrops;
   c.droppedRingFull = m.ringDrops.load(std::memory_order_relaxed);
   c.droppedIncomplete = m.incomplete.load(std::memory_order_relaxed);
   c.orphanEvents = m.orphans.load(std::memory_order_relaxed);

@@ -11,9 +11,10 @@
 // thread) drains, resolving the names there: NCCL's thread never compares a string. A full ring drops
 // and counts. Nothing here allocates, locks or logs after construction.
 //
-// Completion: a Coll stop only means "enqueued". A collective is complete once its Coll was stopped
-// and its KernelCh children have stopped; its time is max(channel stop) - min(channel start) on the GPU
-// clock. Channels with a stop of 0 or before their start are counted but not timed; a channel id of 64
+// Completion: a Coll stop only means "enqueued" (NCCL stops a Coll at launch, before its channels
+// report), so it is not waited for: a collective is complete once its KernelCh children have stopped; its
+// time is max(channel stop) - min(channel start) on the GPU clock. A Coll of 0 channels is complete at
+// its start (unsampled; no handle). Channels with a stop of 0 or before their start are counted but not timed; a channel id of 64
 // or more (NCCL's MAXCHANNELS is 64) is counted and leaves the collective without a sample, as does a
 // channel that starts twice. Children expected: nChannels, unless NCCL was seen to emit fewer for a Coll
 // of that many channels (a stale collective that got m < nChannels children, all stopped): then m, until
@@ -23,7 +24,7 @@
 // stands out or fewer than two were timed). A degraded NIC shows as the channels NCCL maps to it
 // (rail-aligned) finishing late.
 //
-// Handles are Coll slot addresses tagged with 15 bits of the slot's generation, and for a KernelCh its
+// Handles are Coll slot addresses tagged with 16 bits of the slot's generation, and for a KernelCh its
 // channel + 1 (telemetry/slot_tag.h), so a late stop for a recycled slot is recognised and ignored.
 // Handles are opaque: never dereference one. NCCL's stopEvent and recordEventState carry no context:
 // ownerOf() finds the sink from a handle. Toggle ncclProfileColl and ncclProfileKernelCh together: a
@@ -58,8 +59,8 @@ struct SinkCounters {
 
 class EventSink {
  public:
-  // collPoolSize Coll slots (about 1.2 KiB each, their 64 channels included), a ring of ringSize samples
-  // (rounded up to a power of two). All memory is allocated here.
+  // collPoolSize Coll slots (about 1.2 KiB each, their 64 channels included) and a ring of ringSize
+  // samples, each rounded up to a power of two. All memory is allocated here.
   EventSink(uint64_t commId, int rank, int nRanks, size_t collPoolSize, size_t ringSize);
   ~EventSink();
   EventSink(const EventSink&) = delete;
@@ -70,13 +71,14 @@ class EventSink {
   void* start(const ProfEvent& ev) noexcept;
   void stop(void* handle) noexcept;
   void recordState(void* handle, int state, uint64_t pTimer) noexcept;
-  // The profiler core's hot path: the two starts without a ProfEvent, and stop and KernelChStop for a
-  // handle whose slot head the caller has read and found this sink's. No range checks: a handle, or a
+  // The profiler core's hot path: the two starts without a ProfEvent, stop for a handle whose slot head
+  // the caller has read and found this sink's, and KernelChStop for any handle with a sub-index (only
+  // this sink's KernelCh handles carry one: telemetry/slot_tag.h). No range checks: a handle, or a
   // KernelCh's non-null parent, that no sink of this process returned is undefined behaviour here.
   void* startColl(const CollStart& c) noexcept;
   void* startChannel(const ChannelStart& c) noexcept;
   void stopOwn(void* handle) noexcept;
-  void recordStopOwn(void* handle, uint64_t pTimer) noexcept;
+  static void recordStopOwn(void* handle, uint64_t pTimer) noexcept;
 
   // Single consumer: moves up to `max` samples into out, resolving NCCL's names (records whose func or
   // datatype is unknown are dropped and counted in unresolved); returns how many.

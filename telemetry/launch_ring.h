@@ -75,7 +75,7 @@ class CommLaunchRecorder {
   }
 
  private:
-  void claimColl(const char* func, uint64_t seq) noexcept;
+  [[gnu::noinline]] void claimColl(const char* func, uint64_t seq) noexcept;  // out of the Coll start's way
 
   LaunchRing* ring_;
   uint64_t commId_;

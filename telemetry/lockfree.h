@@ -33,6 +33,7 @@ class SampleRing {
   bool push(const CollRecord& s) noexcept;  // false when full
   bool pop(CollRecord* out) noexcept;       // single consumer only; false when empty
   size_t capacity() const { return ring_.capacity(); }
+  uint64_t pushed() const noexcept { return ring_.reserved(); }  // successful pushes so far
 
  private:
   MpscRing<CollRecord> ring_;

@@ -32,7 +32,7 @@ size_t countInUse(const Slot* slots, uint32_t n) {
 
 // path is atomic because a stale child start may read it while the slot's next owner writes it (the
 // reader then sees the control word change and backs off).
-struct alignas(64) OpSlot : SlotHead {
+struct alignas(kSlotAlign) OpSlot : SlotHead {
   std::atomic<uint64_t> ctrl{0};
   std::atomic<uint64_t> order{0};  // start order, to find the stalest op when the pool runs dry
   std::atomic<uint32_t> path{kNoPath};
@@ -41,7 +41,7 @@ struct alignas(64) OpSlot : SlotHead {
 
 // op packs (op gen << 32 | op index): a step whose op is gone is dead and may be reclaimed. It is read
 // by reclaimers that do not own the slot, hence atomic; the other fields belong to the slot's owner.
-struct alignas(64) StepSlot : SlotHead {
+struct alignas(kSlotAlign) StepSlot : SlotHead {
   std::atomic<uint64_t> ctrl{0};
   std::atomic<uint64_t> op{0};
   uint32_t path = kNoPath;
