@@ -19,7 +19,7 @@ namespace wirewise {
 
 static_assert(sizeof(uintptr_t) == 8, "handles need 64-bit pointers");
 
-// Slots are aligned to kSlotAlign (alignas(kSlotAlign) on each slot type; checked by slot_tag::tagged).
+// Slots are aligned to kSlotAlign (alignas(kSlotAlign) on each slot type; checked by slot_tag::taggedBits).
 inline constexpr uintptr_t kSlotAlign = 128;
 
 struct SlotHead {
@@ -39,20 +39,19 @@ inline constexpr uint32_t kTagMask = 0xffff;
 inline uint32_t tagOf(uint32_t gen) { return gen & kTagMask; }
 inline uintptr_t untag(void* handle) { return reinterpret_cast<uintptr_t>(handle) & ~(kSubMask | kTagBits); }
 
-// sub must be at most kMaxSub.
-template <class Slot>
-void* tagged(Slot* s, uint32_t gen, uint32_t sub = 0) {
-  static_assert(alignof(Slot) % kSlotAlign == 0, "a slot's low address bits carry the sub-index");
-  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(s) | sub | (uintptr_t{gen} << kTagShift));
-}
 
 // A handle's tag in place, in the top 16 bits: a sink that keeps its slots' generations in the same bits
-// compares and tags without a shift.
+// compares and tags without a shift. sub must be at most kMaxSub.
 inline uintptr_t tagBitsOf(void* handle) { return reinterpret_cast<uintptr_t>(handle) & kTagBits; }
 template <class Slot>
 void* taggedBits(Slot* s, uintptr_t tagBits, uint32_t sub) {
   static_assert(alignof(Slot) % kSlotAlign == 0, "a slot's low address bits carry the sub-index");
   return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(s) | sub | tagBits);
+}
+// The handle of slot s of generation gen (its low 16 bits), without a sub-index.
+template <class Slot>
+void* tagged(Slot* s, uint32_t gen) {
+  return taggedBits(s, uintptr_t{gen} << kTagShift, 0);
 }
 
 // The generation tag a handle carries.
