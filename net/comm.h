@@ -34,6 +34,8 @@
 // connect polled from progress; the receiver polls its listening sockets every 10 ms.
 #pragma once
 
+#include <poll.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +46,8 @@
 #include "net/wire.h"
 
 namespace wirewise::net {
+
+uint64_t monotonicNs();  // CLOCK_MONOTONIC, nanoseconds
 
 inline constexpr int kMaxSendRequests = kMaxRequests * kMaxRecvs;  // NCCL: 32 x maxRecvs isends per comm
 inline constexpr int kStreamRing = 64;  // unacknowledged chunks per stream
@@ -126,7 +130,9 @@ class SendComm {
   SendComm& operator=(const SendComm&) = delete;
 
   SendRequest* post(const void* data, size_t size, int tag);  // null: kMaxSendRequests already in flight
-  Status progress();
+  // nowNs: the caller's CLOCK_MONOTONIC reading (one per drive, shared with the engine's bookkeeping).
+  Status progress(uint64_t nowNs);
+  Status progress() { return progress(monotonicNs()); }
   void retire(SendRequest* r);
   const RailScheduler& scheduler() const { return sched_; }
   uint64_t resentChunks() const { return resent_.load(std::memory_order_relaxed); }  // any thread
@@ -226,6 +232,7 @@ class SendComm {
   std::atomic<uint64_t> resent_{0}, hedged_{0}, reopened_{0};
   std::atomic<size_t> published_{0};  // streams_ entries other threads may read (publishedStream)
   uint64_t lastHedgeNs_ = 0;
+  uint64_t lastNowNs_ = 0;  // the latest clock reading progress was given
   ReopenTarget target_;
   Opening opening_;
   uint16_t ports_[kMaxRails] = {};
@@ -244,7 +251,8 @@ class RecvComm {
 
   // n buffers under one request; each arriving message takes the first free buffer with its tag.
   RecvRequest* post(int n, void* const* data, const size_t* capacities, const int* tags);
-  Status progress();
+  Status progress(uint64_t nowNs);
+  Status progress() { return progress(monotonicNs()); }
   void retire(RecvRequest* r);
   uint64_t duplicatesDropped() const { return dropped_; }  // copies of chunks already placed
   // The progress engine's wrapper of this comm (net/engine.h): set at accept, cleared at close.
@@ -255,10 +263,18 @@ class RecvComm {
  private:
   static constexpr int kMsgRing = 2 * kMaxSendRequests;
   static constexpr size_t kBitWords = kMaxChunksPerMessage / 64;  // per posted buffer
+  // Bytes a stream reads ahead of its parser, so that a small chunk's header and payload (4 KiB and more)
+  // come in one recv instead of two, and a read that comes back short says the kernel has no more (no
+  // read that only finds nothing). The rest of a long payload is read straight into the posted buffer.
+  static constexpr size_t kStage = 8192;
   struct Stream {
     StreamFd s;
     ChunkHeader hdr{};
-    size_t hdrGot = 0, payloadGot = 0;
+    size_t hdrGot = 0, payloadGot = 0;  // hdrGot: 0, or the whole header once it is parsed
+    // Read ahead: stage_[stage, stage + kStage) holds stageLen unparsed bytes from stageHead on (not yet
+    // counted in pos). drained: a read this progress call came back short, so the kernel had no more.
+    size_t stage = 0, stageHead = 0, stageLen = 0;
+    bool drained = false;
     bool routed = false;
     bool discard = false;  // drain and drop: a copy of a chunk already placed (or being placed elsewhere)
     RecvSlot* slot = nullptr;
@@ -275,6 +291,9 @@ class RecvComm {
   };
 
   Status readSome(Stream& st);
+  void findReadable();
+  int fill(Stream& st);
+  void consume(Stream& st, size_t n);
   Status route(Stream& st, bool* wait);
   Status applyCut(int stream, uint64_t pos);
   Status applyHedge(int stream, uint64_t from, uint64_t to);
@@ -284,6 +303,9 @@ class RecvComm {
 
   std::vector<Stream> streams_;
   std::vector<char> scratch_;
+  std::vector<char> stage_;  // kStage bytes per stream
+  std::vector<pollfd> polls_;  // one per stream: findReadable's poll set
+  std::vector<size_t> pollOf_;  // the stream of each entry in polls_
   std::vector<uint64_t> bits_;  // kBitWords per buffer of every request slot
   RecvRequest reqs_[kMaxRequests];
   MsgRoute routes_[kMsgRing];
@@ -303,11 +325,10 @@ class RecvComm {
   };
   static constexpr int kMaxPendingReopens = 4;
   uint64_t connId_ = 0, railTimeoutNs_ = 0, nextAcceptNs_ = 0, reopened_ = 0;
+  uint64_t lastNowNs_ = 0;  // the latest clock reading progress was given
   int listenFd_[kMaxRails] = {-1, -1, -1, -1};
   PendingReopen pend_[kMaxPendingReopens] = {};
   int nPend_ = 0;
 };
-
-uint64_t monotonicNs();
 
 }  // namespace wirewise::net

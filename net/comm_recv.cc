@@ -4,12 +4,14 @@
 #include "net/comm.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <cstring>
 
 namespace wirewise::net {
 
@@ -27,6 +29,10 @@ RecvComm::RecvComm(std::vector<StreamFd> streams, uint64_t railTimeoutNs, uint64
   // With reopening, every index a connection may ever use has its slot now (fd -1 until reopened), so
   // a cut notice may name a stream whose connection has not been accepted yet.
   streams_.resize(connId != 0 ? std::max<size_t>(streams.size(), kMaxStreams) : streams.size());
+  stage_.resize(streams_.size() * kStage);
+  polls_.resize(streams_.size());
+  pollOf_.resize(streams_.size());
+  for (size_t i = 0; i < streams_.size(); ++i) streams_[i].stage = i * kStage;
   for (size_t i = 0; i < streams.size(); ++i) {
     streams_[i].s = streams[i];
     tuneStream(streams[i].fd, railTimeoutNs);
@@ -178,29 +184,61 @@ Status RecvComm::applyHedge(int k, uint64_t from, uint64_t to) {
   return Status::kOk;
 }
 
+// Reads what the kernel has into the stream's stage, after the bytes still there. 1: bytes came; 0: none
+// now (or a read this progress call already came back short: the kernel had no more then); -1: end of
+// stream or an error.
+int RecvComm::fill(Stream& st) {
+  if (st.drained) return 0;
+  char* base = &stage_[st.stage];
+  if (st.stageHead > 0) {  // only ever a partial header (under kHdr bytes) is left to move
+    std::memmove(base, base + st.stageHead, st.stageLen);
+    st.stageHead = 0;
+  }
+  const size_t room = kStage - st.stageLen;
+  for (;;) {
+    ssize_t n = recv(st.s.fd, base + st.stageLen, room, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && wouldBlock(errno)) {
+      st.drained = true;
+      return 0;
+    }
+    if (n <= 0) return -1;
+    st.stageLen += static_cast<size_t>(n);
+    st.drained = static_cast<size_t>(n) < room;
+    return 1;
+  }
+}
+
+// The parser moves n staged bytes on: they are now part of the stream's position.
+void RecvComm::consume(Stream& st, size_t n) {
+  st.stageHead += n;
+  st.stageLen -= n;
+  st.pos += n;
+  if (st.stageLen == 0) st.stageHead = 0;
+}
+
 Status RecvComm::readSome(Stream& st) {
   const int nStreams = static_cast<int>(streams_.size());
   if (st.s.fd < 0) return Status::kOk;  // an index not reopened (yet)
   for (;;) {
     if (st.stopped) return Status::kOk;
     if (st.hdrGot < kHdr) {
-      if (st.hdrGot == 0) {
-        if (st.pos >= st.cutAt) {
-          st.stopped = true;
-          return Status::kOk;
-        }
-        st.itemStart = st.pos;
-      }
-      ssize_t n = recv(st.s.fd, reinterpret_cast<char*>(&st.hdr) + st.hdrGot, kHdr - st.hdrGot, MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && wouldBlock(errno)) return Status::kOk;
-      if (n <= 0) {  // end of file or a dead connection: the sender resends what this stream owed
+      if (st.pos >= st.cutAt) {
         st.stopped = true;
         return Status::kOk;
       }
-      st.hdrGot += static_cast<size_t>(n);
-      st.pos += static_cast<uint64_t>(n);
-      if (st.hdrGot < kHdr) continue;
+      while (st.stageLen < kHdr) {
+        const int got = fill(st);
+        if (got == 0) return Status::kOk;
+        if (got < 0) {  // end of file or a dead connection: the sender resends what this stream owed
+          st.stopped = true;
+          return Status::kOk;
+        }
+      }
+      st.itemStart = st.pos;
+      std::memcpy(&st.hdr, &stage_[st.stage + st.stageHead], kHdr);
+      consume(st, kHdr);
+      st.hdrGot = kHdr;
       if (!validChunkHeader(st.hdr, nStreams)) return Status::kInternalError;
       st.routed = false;
       st.payloadGot = 0;
@@ -225,16 +263,36 @@ Status RecvComm::readSome(Stream& st) {
     const ChunkHeader& h = st.hdr;
     while (st.payloadGot < h.len) {
       const size_t left = h.len - st.payloadGot;
-      char* to = st.discard ? scratch_.data() : st.slot->data + h.offset + st.payloadGot;
-      ssize_t n = recv(st.s.fd, to, st.discard ? std::min(left, scratch_.size()) : left, MSG_DONTWAIT);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && wouldBlock(errno)) return Status::kOk;
-      if (n <= 0) {  // the chunk is abandoned uncounted; its resend will fill it whole
-        st.stopped = true;
-        return Status::kOk;
+      if (st.stageLen > 0) {  // staged bytes first
+        const size_t take = std::min(left, st.stageLen);
+        if (!st.discard) std::memcpy(st.slot->data + h.offset + st.payloadGot, &stage_[st.stage + st.stageHead], take);
+        consume(st, take);
+        st.payloadGot += take;
+        continue;
       }
-      st.payloadGot += static_cast<size_t>(n);
-      st.pos += static_cast<uint64_t>(n);
+      if (left < kStage) {  // a short rest: staged with whatever follows it
+        const int got = fill(st);
+        if (got == 0) return Status::kOk;
+        if (got > 0) continue;
+      } else {  // a long rest: straight into the posted buffer (or drained into scratch)
+        if (st.drained) return Status::kOk;
+        char* to = st.discard ? scratch_.data() : st.slot->data + h.offset + st.payloadGot;
+        const size_t want = st.discard ? std::min(left, scratch_.size()) : left;
+        ssize_t n = recv(st.s.fd, to, want, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && wouldBlock(errno)) {
+          st.drained = true;
+          return Status::kOk;
+        }
+        if (n > 0) {
+          st.drained = static_cast<size_t>(n) < want;
+          st.payloadGot += static_cast<size_t>(n);
+          st.pos += static_cast<uint64_t>(n);
+          continue;
+        }
+      }
+      st.stopped = true;  // end of file or an error: the chunk is abandoned uncounted; its resend fills it whole
+      return Status::kOk;
     }
     if (st.discard) {
       ++dropped_;
@@ -247,8 +305,31 @@ Status RecvComm::readSome(Stream& st) {
   }
 }
 
-Status RecvComm::progress() {
+// Which streams are worth a read this progress call. With one or two streams, all (a read that finds
+// nothing costs what asking would); with more, one poll asks the kernel about all of them, so that a
+// message on one of four rails costs two system calls, not four.
+void RecvComm::findReadable() {
+  size_t n = 0;
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    Stream& st = streams_[i];
+    st.drained = false;
+    if (st.s.fd < 0 || st.stopped) continue;
+    polls_[n] = pollfd{st.s.fd, POLLIN, 0};
+    pollOf_[n++] = i;
+  }
+  if (n < 3) return;
+  if (poll(polls_.data(), n, 0) < 0) return;  // EINTR or worse: read them all, as without the poll
+  for (size_t k = 0; k < n; ++k) {
+    // Data, end of file and errors all show in revents; only a stream with none of them has nothing.
+    if (polls_[k].revents == 0) streams_[pollOf_[k]].drained = true;
+  }
+}
+
+Status RecvComm::progress(uint64_t nowNs) {
   if (failed_ != Status::kOk) return failed_;
+  nowNs = std::max(nowNs, lastNowNs_);  // never back in time (see SendComm::progress)
+  lastNowNs_ = nowNs;
+  findReadable();
   // A stream may wait for a header that a later stream delivers in the same pass (repeated tags, or a
   // receive posted mid-pass), so go round again while a stream waited and anything moved.
   for (size_t pass = 0; pass <= streams_.size(); ++pass) {
@@ -270,7 +351,7 @@ Status RecvComm::progress() {
     for (const Stream& st : streams_) after += st.pos;
     if (!waited_ || after == before) break;
   }
-  acceptReopens(monotonicNs());
+  acceptReopens(nowNs);
   bool allStopped = true;
   for (const Stream& st : streams_) allStopped = allStopped && (st.stopped || st.s.fd < 0);
   if (allStopped) {

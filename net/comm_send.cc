@@ -51,6 +51,7 @@ SendComm::SendComm(std::vector<StreamFd> streams, int nRails, const std::vector<
     : sched_(railRates, monotonicNs(), opt.sched), opt_(opt) {
   opt_.chunkBytes = std::max<size_t>(opt_.chunkBytes, 1);
   const uint64_t now = monotonicNs();
+  lastNowNs_ = now;  // the streams' stall clocks start here
   streams_.reserve(kMaxStreams);  // reopened streams are appended without allocating or moving
   streams_.resize(streams.size());
   for (size_t i = 0; i < streams.size(); ++i) {
@@ -315,9 +316,12 @@ void SendComm::tcpInfo(int rail, uint32_t* rttUs, uint64_t* retransmits) const {
   }
 }
 
-Status SendComm::progress() {
+Status SendComm::progress(uint64_t now) {
   if (failed_ != Status::kOk) return failed_;
-  const uint64_t now = monotonicNs();
+  // Readings come from whichever thread drives (read before it took the baton), so one may be older than
+  // the last: time never goes back here, or an interval below would wrap round and look like a timeout.
+  now = std::max(now, lastNowNs_);
+  lastNowNs_ = now;
   for (size_t i = 0; i < streams_.size(); ++i) {
     Stream& st = streams_[i];
     if (!st.up) continue;

@@ -81,16 +81,16 @@ class CoreBase {
   }
   void release() { baton_.store(false, std::memory_order_release); }
   // Drives the comm if its baton is free (never waits): the requests completed, or -1 when it is held.
-  int tryDrive(bool full) {
+  int tryDrive(bool full, uint64_t nowNs) {
     if (!tryAcquire()) return -1;
-    const int completed = driveLocked(full);
+    const int completed = driveLocked(full, nowNs);
     release();
     return completed;
   }
 
   // Baton held. full: drain, progress and publish completions; otherwise only retire what test() reported.
-  // Returns how many requests completed.
-  virtual int driveLocked(bool full) = 0;
+  // Returns how many requests completed. nowNs: the caller's clock reading (one per call into the data path).
+  virtual int driveLocked(bool full, uint64_t nowNs) = 0;
 
   Status test(Req* r, int* done, int* sizes);
 
@@ -104,7 +104,7 @@ class CoreBase {
   uint64_t lastPollNs() const { return lastPollNs_.load(std::memory_order_relaxed); }
   // NCCL's proxy thread is at the comm (isend, irecv, test): it drives the comm itself whenever the baton
   // is free, so the engine stays away while this is recent. One vDSO clock read per call.
-  void notePoll() { lastPollNs_.store(monotonicNs(), std::memory_order_relaxed); }
+  void notePoll(uint64_t nowNs) { lastPollNs_.store(nowNs, std::memory_order_relaxed); }
   uint64_t publishedCount() const { return published_.load(std::memory_order_relaxed); }
 
   // Engine-thread-only bookkeeping (under the engine mutex).
@@ -172,17 +172,17 @@ class Core final : public CoreBase {
     published_.fetch_add(1, std::memory_order_relaxed);
   }
 
-  int driveLocked(bool full) override {
+  int driveLocked(bool full, uint64_t nowNs) override {
     retireReported();
     if (!full) return 0;
     drain();
-    Status s = comm_->progress();
+    Status s = comm_->progress(nowNs);
     if (s != Status::kOk) {
       Status ok = Status::kOk;
       failed_.compare_exchange_strong(ok, s, std::memory_order_release, std::memory_order_relaxed);
     }
     const int completed = harvest();
-    lastDriveNs_.store(monotonicNs(), std::memory_order_relaxed);
+    lastDriveNs_.store(nowNs, std::memory_order_relaxed);  // when it began: one clock read per drive
     return completed;
   }
 
@@ -259,10 +259,11 @@ using SendCore = Core<SendComm, SendRequest, SendArgs, kMaxSendRequests>;
 using RecvCore = Core<RecvComm, RecvRequest, RecvArgs, kMaxRequests>;
 
 Status CoreBase::test(Req* r, int* done, int* sizes) {
-  notePoll();
+  const uint64_t now = monotonicNs();
+  notePoll(now);
   int st = r->state.load(std::memory_order_acquire);
   if (st == kQueued || st == kPosted) {
-    (void)tryDrive(true);
+    (void)tryDrive(true, now);
     st = r->state.load(std::memory_order_acquire);
     if (st == kQueued || st == kPosted) return failed_.load(std::memory_order_acquire);
   }
@@ -273,7 +274,7 @@ Status CoreBase::test(Req* r, int* done, int* sizes) {
   if (st == kDone) {
     reported_.fetch_add(1, std::memory_order_relaxed);  // before the state: never below the truth
     r->state.store(kReported, std::memory_order_release);
-    (void)tryDrive(false);  // if the baton is held, its holder retires it
+    (void)tryDrive(false, now);  // if the baton is held, its holder retires it
   }
   return Status::kOk;
 }
@@ -355,7 +356,7 @@ uint64_t pass(Engine& e, bool* idle) {
       uint64_t last = c->lastDriveNs();
       // Due within the shortest sleep counts as due now: comms due at nearby times share one wake-up.
       if (now + kMinSleepNs - last >= c->backoffNs) {
-        const int completed = c->tryDrive(true);
+        const int completed = c->tryDrive(true, now);
         if (completed < 0) {
           // The proxy is inside a long pass (on veth or loopback, a write runs the peer's receive path
           // too): it is being driven. Look again as if it were polling, not every 50 us.
@@ -371,7 +372,7 @@ uint64_t pass(Engine& e, bool* idle) {
       sleep = std::min(sleep, due > now ? due - now : kMinSleepNs);
     } else if (c->wantsHousekeeping()) {
       // Only what test() reported and could not retire itself; whoever holds the baton retires it too.
-      if (c->tryDrive(false) < 0) sleep = std::min(sleep, kDriveAfterNs);
+      if (c->tryDrive(false, now) < 0) sleep = std::min(sleep, kDriveAfterNs);
     }
   }
   return std::max(sleep, kMinSleepNs);
@@ -520,29 +521,32 @@ void detachRecv(RecvComm* rc) {
 }
 
 // isend and irecv: a slot of the comm's ring (null while the next one is in use), its arguments, then
-// published for whoever holds the baton next, driven here at once if the baton is free.
+// published for whoever holds the baton next. A send is driven here at once if the baton is free, so its
+// bytes leave now; a receive is not: NCCL posts receives ahead and tests them next, and test() drives the
+// comm, so a drive here would only add a read that finds nothing (one system call per message).
 template <class CoreT, class Fill>
-Status submit(CoreT* c, void** request, Fill&& fill) {
+Status submit(CoreT* c, void** request, bool driveNow, Fill&& fill) {
   if (c == nullptr) return Status::kInternalError;
+  const uint64_t now = monotonicNs();
   typename CoreT::Slot* s = c->allocate();
-  if (s == nullptr && c->tryDrive(false) >= 0) s = c->allocate();  // the next slot may only wait to be retired
+  if (s == nullptr && c->tryDrive(false, now) >= 0) s = c->allocate();  // the next slot may only wait to be retired
   *request = s;
   if (s == nullptr) return Status::kOk;  // NCCL retries later
   fill(s->args);
   c->publish(s);
-  c->notePoll();
+  c->notePoll(now);
   noteWork(engine());
-  (void)c->tryDrive(true);  // a failure sticks to the comm and surfaces from test()
+  if (driveNow) (void)c->tryDrive(true, now);  // a failure sticks to the comm and surfaces from test()
   return Status::kOk;
 }
 
 Status isend(SendComm* sc, const void* data, size_t size, int tag, void** request) {
-  return submit(static_cast<SendCore*>(static_cast<CoreBase*>(sc->engineCore())), request,
+  return submit(static_cast<SendCore*>(static_cast<CoreBase*>(sc->engineCore())), request, true,
                 [&](SendArgs& a) { a = SendArgs{data, size, tag}; });
 }
 
 Status irecv(RecvComm* rc, int n, void* const* data, const size_t* sizes, const int* tags, void** request) {
-  return submit(static_cast<RecvCore*>(static_cast<CoreBase*>(rc->engineCore())), request, [&](RecvArgs& a) {
+  return submit(static_cast<RecvCore*>(static_cast<CoreBase*>(rc->engineCore())), request, false, [&](RecvArgs& a) {
     a.n = n;
     for (int i = 0; i < n; ++i) {
       a.data[i] = data[i];

@@ -173,6 +173,99 @@ TEST(ExactlyOnce, EveryChunkThreeTimesInRandomOrder) {
   EXPECT_EQ(s.rc->duplicatesDropped(), static_cast<uint64_t>(kMsgs) * kChunks * 2);
 }
 
+// The receiver reads each stream through a stage (comm.h): a small chunk's header and payload in one read,
+// a longer payload's rest straight into the buffer. Whatever pieces the bytes arrive in (a header cut
+// anywhere, several chunks in one read, payloads longer than the stage), every message lands whole.
+TEST(StagedReads, AStreamArrivingInPiecesOfAnySizeIsPlacedWhole) {
+  Streams s(1);
+  std::mt19937 rng(11);
+  constexpr int kMsgs = 24;
+  std::vector<char> wire;
+  std::vector<std::vector<char>> msgs, bufs;
+  for (int m = 0; m < kMsgs; ++m) {
+    const size_t size = m % 6 == 0 ? 0 : rng() % (3 * 8192 + 1);
+    const uint32_t chunk = m % 2 == 0 ? 4096 : 65536;
+    msgs.push_back(pattern(size, 300 + m));
+    uint64_t off = 0;
+    do {
+      const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(chunk, size - off));
+      ChunkHeader h{static_cast<uint64_t>(m), size, off, len, 0, static_cast<uint16_t>(ChunkKind::kData), 0, chunk};
+      const char* hb = reinterpret_cast<const char*>(&h);
+      wire.insert(wire.end(), hb, hb + sizeof h);
+      wire.insert(wire.end(), msgs.back().begin() + static_cast<long>(off), msgs.back().begin() + static_cast<long>(off + len));
+      off += len;
+    } while (off < size);
+  }
+  std::vector<RecvRequest*> reqs;
+  bufs.reserve(kMsgs);
+  for (int m = 0; m < kMsgs; ++m) {
+    bufs.emplace_back(std::max<size_t>(msgs[static_cast<size_t>(m)].size(), 1), '\xee');
+    reqs.push_back(postOne(*s.rc, bufs.back()));
+    ASSERT_NE(reqs.back(), nullptr);
+  }
+  for (size_t at = 0; at < wire.size();) {
+    const size_t piece = std::min<size_t>(wire.size() - at, rng() % 3 == 0 ? 1 + rng() % 60 : 1 + rng() % 20000);
+    s.rest(0, wire.data(), at, at + piece);
+    at += piece;
+    ASSERT_EQ(s.rc->progress(), Status::kOk);
+  }
+  for (int m = 0; m < kMsgs; ++m) {
+    const auto& msg = msgs[static_cast<size_t>(m)];
+    ASSERT_TRUE(reqs[static_cast<size_t>(m)]->complete) << "message " << m;
+    EXPECT_EQ(reqs[static_cast<size_t>(m)]->slots[0].size, msg.size());
+    EXPECT_TRUE(std::equal(msg.begin(), msg.end(), bufs[static_cast<size_t>(m)].begin())) << "message " << m;
+    s.rc->retire(reqs[static_cast<size_t>(m)]);
+  }
+
+  // Two messages in one read, neither receive posted yet: the second waits in the stage, not in the
+  // kernel, and is placed once its receive is posted, with no more bytes arriving.
+  const auto a = pattern(100, 400), b = pattern(200, 401);
+  std::vector<char> both;
+  for (uint64_t m = 0; m < 2; ++m) {
+    const auto& msg = m == 0 ? a : b;
+    ChunkHeader h{kMsgs + m, msg.size(), 0, static_cast<uint32_t>(msg.size()), 0, static_cast<uint16_t>(ChunkKind::kData), 0, 4096};
+    const char* hb = reinterpret_cast<const char*>(&h);
+    both.insert(both.end(), hb, hb + sizeof h);
+    both.insert(both.end(), msg.begin(), msg.end());
+  }
+  s.rest(0, both.data(), 0, both.size());
+  ASSERT_EQ(s.rc->progress(), Status::kOk);
+  std::vector<char> bufA(a.size()), bufB(b.size());
+  RecvRequest* ra = postOne(*s.rc, bufA);
+  ASSERT_EQ(s.rc->progress(), Status::kOk);
+  ASSERT_TRUE(ra->complete);
+  EXPECT_EQ(bufA, a);
+  RecvRequest* rb = postOne(*s.rc, bufB);
+  ASSERT_EQ(s.rc->progress(), Status::kOk);
+  ASSERT_TRUE(rb->complete);
+  EXPECT_EQ(bufB, b);
+
+  // A read that ends inside the next header, after a payload: the header's first bytes stay staged
+  // behind the consumed payload, and the next read must join them with the rest.
+  const auto c = pattern(100, 402), d = pattern(300, 403);
+  std::vector<char> cd;
+  for (uint64_t m = 0; m < 2; ++m) {
+    const auto& msg = m == 0 ? c : d;
+    ChunkHeader h{kMsgs + 2 + m, msg.size(), 0, static_cast<uint32_t>(msg.size()), 0, static_cast<uint16_t>(ChunkKind::kData), 0, 4096};
+    const char* hb = reinterpret_cast<const char*>(&h);
+    cd.insert(cd.end(), hb, hb + sizeof h);
+    cd.insert(cd.end(), msg.begin(), msg.end());
+  }
+  std::vector<char> bufC(c.size()), bufD(d.size());
+  RecvRequest* rc = postOne(*s.rc, bufC);
+  RecvRequest* rd = postOne(*s.rc, bufD);
+  const size_t cut = sizeof(ChunkHeader) + c.size() + 10;
+  s.rest(0, cd.data(), 0, cut);
+  ASSERT_EQ(s.rc->progress(), Status::kOk);
+  ASSERT_TRUE(rc->complete);
+  EXPECT_EQ(bufC, c);
+  EXPECT_FALSE(rd->complete);
+  s.rest(0, cd.data(), cut, cd.size());
+  ASSERT_EQ(s.rc->progress(), Status::kOk);
+  ASSERT_TRUE(rd->complete);
+  EXPECT_EQ(bufD, d);
+}
+
 // Headers that would let one bit stand for a partial chunk, or a message change its chunking, are refused.
 TEST(ExactlyOnce, ChunksOffTheMessagesGridAreRefused) {
   auto data = [](uint64_t total, uint64_t offset, uint32_t len, uint32_t chunkBytes) {

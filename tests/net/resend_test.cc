@@ -219,5 +219,34 @@ TEST_F(Resend, NoStreamLeftIsAnErrorOnBothEndsNotAHang) {
   p.close();
 }
 
+// Progress is given the clock reading of whichever thread drives (read before it took the baton), so a
+// reading may be older than the one before it. An older reading must not look like a stall: with bytes
+// outstanding, "now minus the last progress" would wrap round to centuries and kill the stream. Two
+// AF_UNIX streams (bytes stay outstanding until the far end reads them; TCP_INFO fails there, so a stream
+// that looks stalled is taken for dead at once).
+TEST(ProgressClock, AnOlderReadingIsNotAStall) {
+  std::vector<StreamFd> near;
+  std::vector<int> far;
+  for (int i = 0; i < 2; ++i) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    near.push_back({sv[0], i});
+    far.push_back(sv[1]);
+  }
+  CommOptions opt;
+  opt.railTimeoutNs = 1'000'000'000;
+  SendComm sc(near, 2, {1e9, 1e9}, opt);
+  std::vector<char> msg(4096, 'x');
+  ASSERT_NE(sc.post(msg.data(), msg.size(), 1), nullptr);
+  const uint64_t now = monotonicNs();
+  ASSERT_EQ(sc.progress(now), Status::kOk);  // written, unread: outstanding
+  ASSERT_EQ(sc.progress(now - 5'000'000'000), Status::kOk);
+  EXPECT_EQ(sc.streamsUp(), 2);
+  // The check itself still works: a reading past the rail timeout with nothing delivered is a stall.
+  ASSERT_EQ(sc.progress(now + 2'000'000'000), Status::kOk);
+  EXPECT_EQ(sc.streamsUp(), 1);
+  for (int fd : far) close(fd);
+}
+
 }  // namespace
 }  // namespace wirewise::net
