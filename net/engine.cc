@@ -103,7 +103,7 @@ class CoreBase {
   uint64_t lastDriveNs() const { return lastDriveNs_.load(std::memory_order_relaxed); }
   uint64_t lastPollNs() const { return lastPollNs_.load(std::memory_order_relaxed); }
   // NCCL's proxy thread is at the comm (isend, irecv, test): it drives the comm itself whenever the baton
-  // is free, so the engine stays away while this is recent. One vDSO clock read per call.
+  // is free, so the engine stays away while this is recent. nowNs: the call's one clock reading.
   void notePoll(uint64_t nowNs) { lastPollNs_.store(nowNs, std::memory_order_relaxed); }
   uint64_t publishedCount() const { return published_.load(std::memory_order_relaxed); }
 
