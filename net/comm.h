@@ -35,6 +35,7 @@
 #pragma once
 
 #include <poll.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
@@ -292,7 +293,8 @@ class RecvComm {
 
   Status readSome(Stream& st);
   void findReadable();
-  int fill(Stream& st);
+  ssize_t readInto(Stream& st, char* to, size_t want);
+  ssize_t fill(Stream& st);
   void consume(Stream& st, size_t n);
   Status route(Stream& st, bool* wait);
   Status applyCut(int stream, uint64_t pos);

@@ -184,29 +184,34 @@ Status RecvComm::applyHedge(int k, uint64_t from, uint64_t to) {
   return Status::kOk;
 }
 
-// Reads what the kernel has into the stream's stage, after the bytes still there. 1: bytes came; 0: none
-// now (or a read this progress call already came back short: the kernel had no more then); -1: end of
-// stream or an error.
-int RecvComm::fill(Stream& st) {
+// One non-blocking read of up to `want` bytes into `to`: the bytes read (a short read marks the stream
+// drained: the kernel had no more), 0 when there is nothing now (or the stream was already drained this
+// progress call), -1 at the end of the stream or an error.
+ssize_t RecvComm::readInto(Stream& st, char* to, size_t want) {
   if (st.drained) return 0;
-  char* base = &stage_[st.stage];
-  if (st.stageHead > 0) {  // only ever a partial header (under kHdr bytes) is left to move
-    std::memmove(base, base + st.stageHead, st.stageLen);
-    st.stageHead = 0;
-  }
-  const size_t room = kStage - st.stageLen;
   for (;;) {
-    ssize_t n = recv(st.s.fd, base + st.stageLen, room, MSG_DONTWAIT);
+    ssize_t n = recv(st.s.fd, to, want, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && wouldBlock(errno)) {
       st.drained = true;
       return 0;
     }
     if (n <= 0) return -1;
-    st.stageLen += static_cast<size_t>(n);
-    st.drained = static_cast<size_t>(n) < room;
-    return 1;
+    st.drained = static_cast<size_t>(n) < want;
+    return n;
   }
+}
+
+// Reads what the kernel has into the stream's stage, after the bytes still there (readInto's answer).
+ssize_t RecvComm::fill(Stream& st) {
+  char* base = &stage_[st.stage];
+  if (st.stageHead > 0 && !st.drained) {  // only ever a partial header (under kHdr bytes) is left to move
+    std::memmove(base, base + st.stageHead, st.stageLen);
+    st.stageHead = 0;
+  }
+  const ssize_t n = readInto(st, base + st.stageLen, kStage - st.stageLen);
+  if (n > 0) st.stageLen += static_cast<size_t>(n);
+  return n;
 }
 
 // The parser moves n staged bytes on: they are now part of the stream's position.
@@ -228,7 +233,7 @@ Status RecvComm::readSome(Stream& st) {
         return Status::kOk;
       }
       while (st.stageLen < kHdr) {
-        const int got = fill(st);
+        const ssize_t got = fill(st);
         if (got == 0) return Status::kOk;
         if (got < 0) {  // end of file or a dead connection: the sender resends what this stream owed
           st.stopped = true;
@@ -271,21 +276,14 @@ Status RecvComm::readSome(Stream& st) {
         continue;
       }
       if (left < kStage) {  // a short rest: staged with whatever follows it
-        const int got = fill(st);
+        const ssize_t got = fill(st);
         if (got == 0) return Status::kOk;
         if (got > 0) continue;
       } else {  // a long rest: straight into the posted buffer (or drained into scratch)
-        if (st.drained) return Status::kOk;
         char* to = st.discard ? scratch_.data() : st.slot->data + h.offset + st.payloadGot;
-        const size_t want = st.discard ? std::min(left, scratch_.size()) : left;
-        ssize_t n = recv(st.s.fd, to, want, MSG_DONTWAIT);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && wouldBlock(errno)) {
-          st.drained = true;
-          return Status::kOk;
-        }
+        const ssize_t n = readInto(st, to, st.discard ? std::min(left, scratch_.size()) : left);
+        if (n == 0) return Status::kOk;
         if (n > 0) {
-          st.drained = static_cast<size_t>(n) < want;
           st.payloadGot += static_cast<size_t>(n);
           st.pos += static_cast<uint64_t>(n);
           continue;
