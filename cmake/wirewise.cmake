@@ -4,6 +4,12 @@ set(WW_WARNINGS -Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wformat=2)
 if(WIREWISE_WERROR)
   list(APPEND WW_WARNINGS -Werror)
 endif()
+if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # A unity build #includes each .cc, and GCC then reads a class that holds a type from its file's anonymous
+  # namespace (an Impl's slot arrays) as a header's class that other files could see (-Wsubobject-linkage).
+  # Every such class is defined in that same .cc, so the warning says nothing here.
+  list(APPEND WW_WARNINGS -Wno-subobject-linkage)
+endif()
 
 if(WIREWISE_SANITIZE)
   set(WW_SANITIZE_FLAGS -fsanitize=${WIREWISE_SANITIZE})

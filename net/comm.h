@@ -38,6 +38,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -49,6 +50,10 @@
 namespace wirewise::net {
 
 uint64_t monotonicNs();  // CLOCK_MONOTONIC, nanoseconds
+
+inline constexpr size_t kHdr = sizeof(ChunkHeader);
+// A non-blocking socket call found nothing to do: no bytes to read, no room to write.
+inline bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
 inline constexpr int kMaxSendRequests = kMaxRequests * kMaxRecvs;  // NCCL: 32 x maxRecvs isends per comm
 inline constexpr int kStreamRing = 64;  // unacknowledged chunks per stream

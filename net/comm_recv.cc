@@ -15,14 +15,6 @@
 
 namespace wirewise::net {
 
-namespace {
-
-constexpr size_t kHdr = sizeof(ChunkHeader);
-
-bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
-
-}  // namespace
-
 RecvComm::RecvComm(std::vector<StreamFd> streams, uint64_t railTimeoutNs, uint64_t connId)
     : scratch_(64 << 10), bits_(static_cast<size_t>(kMaxRequests) * kMaxRecvs * kBitWords),
       connId_(connId), railTimeoutNs_(railTimeoutNs) {

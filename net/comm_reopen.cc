@@ -15,12 +15,6 @@
 
 namespace wirewise::net {
 
-namespace {
-
-bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
-
-}  // namespace
-
 // One listening socket per rail, on the rail's local address (that of an accepted stream, i.e. the
 // handle's), and its ports written once on every stream. Setup only (allocation-free syscalls).
 void RecvComm::openReopenListeners() {

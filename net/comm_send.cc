@@ -27,10 +27,8 @@ uint64_t monotonicNs() {
 
 namespace {
 
-constexpr size_t kHdr = sizeof(ChunkHeader);
 constexpr uint8_t kTcpEstablished = 1;  // TCP_ESTABLISHED in the kernel's tcp_states.h
 
-bool wouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
 }  // namespace
 

@@ -8,12 +8,12 @@
 namespace wirewise {
 namespace {
 
-constexpr uint64_t kInUse = 1;
+constexpr uint64_t kLive = 1;
 constexpr uint32_t kNoPath = UINT32_MAX;
 
-uint32_t genOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
-uint64_t freed(uint64_t c) { return uint64_t{genOf(c) + 1} << 32; }
-bool liveWithTag(uint64_t c, uint32_t tag) { return (c & kInUse) && slot_tag::tagOf(genOf(c)) == tag; }
+uint32_t generationOf(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
+uint64_t freed(uint64_t c) { return uint64_t{generationOf(c) + 1} << 32; }
+bool liveWithTag(uint64_t c, uint32_t tag) { return (c & kLive) && slot_tag::tagOf(generationOf(c)) == tag; }
 // Frees a live slot whose generation matches tag (next generation); false for a late or duplicate stop.
 // The caller then owns the slot's fields until it pushes the index back on its free list.
 bool release(std::atomic<uint64_t>& ctrl, uint32_t tag) {
@@ -26,7 +26,7 @@ bool release(std::atomic<uint64_t>& ctrl, uint32_t tag) {
 template <class Slot>
 size_t countInUse(const Slot* slots, uint32_t n) {
   size_t k = 0;
-  for (uint32_t i = 0; i < n; ++i) k += (slots[i].ctrl.load(std::memory_order_acquire) & kInUse) != 0;
+  for (uint32_t i = 0; i < n; ++i) k += (slots[i].ctrl.load(std::memory_order_acquire) & kLive) != 0;
   return k;
 }
 
@@ -162,7 +162,7 @@ OpSlot* ProxySink::Impl::takeOp(uint64_t newest) noexcept {
   for (uint32_t i = 0; i < nOp; ++i) {
     uint64_t c = ops[i].ctrl.load(std::memory_order_acquire);
     uint64_t o = ops[i].order.load(std::memory_order_relaxed);
-    if ((c & kInUse) && o < bestOrder) best = &ops[i], bestCtrl = c, bestOrder = o;
+    if ((c & kLive) && o < bestOrder) best = &ops[i], bestCtrl = c, bestOrder = o;
   }
   if (best == nullptr || newest - bestOrder <= nOp) return nullptr;
   if (!best->ctrl.compare_exchange_strong(bestCtrl, freed(bestCtrl), std::memory_order_acq_rel)) return nullptr;
@@ -182,10 +182,10 @@ StepSlot* ProxySink::Impl::takeStep() noexcept {
   for (uint32_t i = 0; i < nStep; ++i) {
     StepSlot& s = steps[i];
     uint64_t c = s.ctrl.load(std::memory_order_acquire);
-    if (!(c & kInUse)) continue;
+    if (!(c & kLive)) continue;
     uint64_t op = s.op.load(std::memory_order_relaxed);
     uint64_t oc = ops[static_cast<uint32_t>(op)].ctrl.load(std::memory_order_acquire);
-    if ((oc & kInUse) && genOf(oc) == static_cast<uint32_t>(op >> 32)) continue;  // op alive
+    if ((oc & kLive) && generationOf(oc) == static_cast<uint32_t>(op >> 32)) continue;  // op alive
     if (!s.ctrl.compare_exchange_strong(c, freed(c), std::memory_order_acq_rel)) continue;
     // Count what it did up to its last record; its late stop is ignored.
     endStep(s, s.stateSince);
@@ -220,11 +220,11 @@ void* ProxySink::startOp(const ProfEvent& ev, uint64_t now) noexcept {
   enter(p.opsLive, p.activeSince, now);
   if (ev.parent == nullptr) m.opsNullParent.fetch_add(1, std::memory_order_relaxed);
   m.opsStarted.fetch_add(1, std::memory_order_relaxed);
-  uint32_t gen = genOf(s->ctrl.load(std::memory_order_relaxed));
+  uint32_t gen = generationOf(s->ctrl.load(std::memory_order_relaxed));
   s->path.store(path, std::memory_order_relaxed);
   s->startNs = now;
   s->order.store(order, std::memory_order_relaxed);
-  s->ctrl.store((uint64_t{gen} << 32) | kInUse, std::memory_order_release);
+  s->ctrl.store((uint64_t{gen} << 32) | kLive, std::memory_order_release);
   return slot_tag::tagged(s, gen);
 }
 
@@ -265,14 +265,14 @@ void* ProxySink::Impl::startStep(OpSlot* op, uint32_t opTag, uint64_t now) noexc
     stale.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  uint32_t gen = genOf(s->ctrl.load(std::memory_order_relaxed));
-  s->op.store((uint64_t{genOf(oc)} << 32) | op->index, std::memory_order_relaxed);
+  uint32_t gen = generationOf(s->ctrl.load(std::memory_order_relaxed));
+  s->op.store((uint64_t{generationOf(oc)} << 32) | op->index, std::memory_order_relaxed);
   s->path = path;
   s->state = -1;
   s->inNet = false;
   s->startNs = s->stateSince = now;
   stepsStarted.fetch_add(1, std::memory_order_relaxed);
-  s->ctrl.store((uint64_t{gen} << 32) | kInUse, std::memory_order_release);
+  s->ctrl.store((uint64_t{gen} << 32) | kLive, std::memory_order_release);
   return slot_tag::tagged(s, gen);
 }
 

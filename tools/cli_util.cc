@@ -14,6 +14,8 @@ namespace {
 
 constexpr const char* kLibraryName = "libnccl-tuner-wirewise.so";
 
+}  // namespace
+
 std::string selfDirectory() {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -21,8 +23,6 @@ std::string selfDirectory() {
   buf[n] = '\0';
   return std::filesystem::path(buf).parent_path().string();
 }
-
-}  // namespace
 
 std::vector<std::string> defaultPluginPaths() {
   std::string dir = selfDirectory();

@@ -9,6 +9,9 @@
 
 namespace wirewise::tools {
 
+// The directory of the running executable (/proc/self/exe), or "." when it cannot be read.
+std::string selfDirectory();
+
 // The libraries `wirewise` looks for when --plugin is not given, in order: next to the executable's own
 // directory in <dir>/../lib (the build tree and most installs) and <dir>/../<CMAKE_INSTALL_LIBDIR>.
 std::vector<std::string> defaultPluginPaths();

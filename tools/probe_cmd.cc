@@ -22,6 +22,7 @@
 #include "telemetry/wiring/analysis.h"
 #include "telemetry/wiring/render.h"
 #include "telemetry/wiring/wiring_json.h"
+#include "tools/cli_util.h"
 #include "tools/commands.h"
 
 namespace wirewise::tools {
@@ -44,14 +45,6 @@ struct ProbeOptions {
   int trials = 0;
   int timeoutS = 300;
 };
-
-std::string selfDirectory() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  buf[n] = '\0';
-  return std::filesystem::path(buf).parent_path().string();
-}
 
 // Runs argv[0] with argv, waiting at most timeoutS; returns its exit status, or -1 with *why.
 int runChild(const std::vector<std::string>& args, int timeoutS, std::string* why) {

@@ -1,6 +1,5 @@
 #include "telemetry/collectors/ib_collector.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <utility>
@@ -20,25 +19,6 @@ constexpr const char* kCongestionCounters[] = {"np_cnp_sent", "rp_cnp_handled", 
 // Transport retries: loss or timeouts on the fabric.
 constexpr const char* kLossCounters[] = {"local_ack_timeout_err", "packet_seq_err", "out_of_sequence",
                                          "rnr_nak_retry_err",     "implied_nak_seq_err", "duplicate_request"};
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-// Sum of increments over a set of counters; returns per-second rate (0 when dt is unknown).
-double sumRate(const std::vector<std::string>& files, std::vector<CounterTrack>& tracks, double dt) {
-  uint64_t total = 0;
-  for (size_t i = 0; i < files.size(); ++i) {
-    uint64_t d = 0;
-    auto step = tracks[i].step(readU64(files[i]), &d);
-    if (step == CounterTrack::Step::kDelta || step == CounterTrack::Step::kWrap32 ||
-        step == CounterTrack::Step::kReset) {
-      total += d;
-    }
-  }
-  return dt > 0 ? static_cast<double>(total) / dt : 0.0;
-}
 
 uint32_t anomalies(const CounterTrack& t) { return static_cast<uint32_t>(t.wraps + t.resets + t.missing); }
 
@@ -85,7 +65,7 @@ bool IbPortFilter::matches(const std::string& dev, int port) const {
 IbCollector::IbCollector(std::string sysfsRoot, const std::string& hca, double tauSeconds)
     : root_(std::move(sysfsRoot)), filter_(hca), tau_(tauSeconds) {}
 
-bool IbCollector::rootPresent() const { return exists(root_ + "/class/infiniband"); }
+bool IbCollector::rootPresent() const { return pathExists(root_ + "/class/infiniband"); }
 
 void IbCollector::discover() {
   const std::string base = root_ + "/class/infiniband";
@@ -100,15 +80,15 @@ void IbCollector::discover() {
       p.dir = base + "/" + dev + "/ports/" + port;
       for (const char* name : kErrorCounters) {
         std::string f = p.dir + "/counters/" + name;
-        if (exists(f)) p.errorFiles.push_back(f);
+        if (pathExists(f)) p.errorFiles.push_back(f);
       }
       for (const char* name : kCongestionCounters) {
         std::string f = p.dir + "/hw_counters/" + name;
-        if (exists(f)) p.congestionFiles.push_back(f);
+        if (pathExists(f)) p.congestionFiles.push_back(f);
       }
       for (const char* name : kLossCounters) {
         std::string f = p.dir + "/hw_counters/" + name;
-        if (exists(f)) p.lossFiles.push_back(f);
+        if (pathExists(f)) p.lossFiles.push_back(f);
       }
       p.errors.resize(p.errorFiles.size());
       p.congestion.resize(p.congestionFiles.size());
@@ -130,7 +110,7 @@ void IbCollector::sample(int64_t nowNs) {
     Port& p = ports_[i];
     LinkHealth& l = links_[i];
     auto stateLine = readLine(p.dir + "/state");
-    l.present = stateLine.has_value() || exists(p.dir);
+    l.present = stateLine.has_value() || pathExists(p.dir);
     auto state = stateLine ? parseIbState(*stateLine) : std::nullopt;
     l.up = state && (*state == 4 || *state == 5);  // ACTIVE, ACTIVE_DEFER
     auto rateLine = readLine(p.dir + "/rate");
@@ -147,10 +127,10 @@ void IbCollector::sample(int64_t nowNs) {
     l.txBps = p.xmit.smoothed;
     l.rxBps = p.rcv.smoothed;
 
-    l.errorsPerSec = sumRate(p.errorFiles, p.errors, dt);
-    l.lossPerSec = sumRate(p.lossFiles, p.loss, dt);
+    l.errorsPerSec = sumRate(p.errorFiles, p.errors, dt, /*countResets=*/true);
+    l.lossPerSec = sumRate(p.lossFiles, p.loss, dt, /*countResets=*/true);
     if (!p.congestionFiles.empty()) {
-      l.congestionPerSec = sumRate(p.congestionFiles, p.congestion, dt);
+      l.congestionPerSec = sumRate(p.congestionFiles, p.congestion, dt, /*countResets=*/true);
       l.congestionUnit = "cnp/s";
       l.congested = l.congestionPerSec > 0;
     } else {

@@ -1,27 +1,11 @@
 #include "telemetry/collectors/netdev_collector.h"
 
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <utility>
 
 namespace wirewise::collectors {
 namespace {
-
-bool exists(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0;
-}
-
-double sumRate(const std::vector<std::string>& files, std::vector<CounterTrack>& tracks, double dt) {
-  uint64_t total = 0;
-  for (size_t i = 0; i < files.size(); ++i) {
-    uint64_t d = 0;
-    auto step = tracks[i].step(readU64(files[i]), &d);
-    if (step == CounterTrack::Step::kDelta || step == CounterTrack::Step::kWrap32) total += d;
-  }
-  return dt > 0 ? static_cast<double>(total) / dt : 0.0;
-}
 
 bool fresh(const RateMeter& m) {
   return m.valid && (m.lastStep == CounterTrack::Step::kDelta || m.lastStep == CounterTrack::Step::kWrap32);
@@ -32,7 +16,7 @@ bool fresh(const RateMeter& m) {
 NetdevCollector::NetdevCollector(std::string sysfsRoot, std::vector<std::string> filter, double tauSeconds)
     : root_(std::move(sysfsRoot)), filter_(std::move(filter)), tau_(tauSeconds) {}
 
-bool NetdevCollector::rootPresent() const { return exists(root_ + "/class/net"); }
+bool NetdevCollector::rootPresent() const { return pathExists(root_ + "/class/net"); }
 
 void NetdevCollector::discover() {
   const std::string base = root_ + "/class/net";
@@ -42,18 +26,18 @@ void NetdevCollector::discover() {
     if (std::any_of(links_.begin(), links_.end(), [&](const LinkHealth& l) { return l.id == name; })) continue;
     Iface f;
     f.dir = base + "/" + name;
-    if (!exists(f.dir + "/statistics")) continue;  // bonding_masters and other plain files
+    if (!pathExists(f.dir + "/statistics")) continue;  // bonding_masters and other plain files
     f.statTx = f.dir + "/statistics/tx_bytes";
     f.statRx = f.dir + "/statistics/rx_bytes";
     f.stateFile = f.dir + "/operstate";
     f.speedFile = f.dir + "/speed";
     for (const char* e : {"tx_errors", "rx_errors", "tx_carrier_errors", "rx_crc_errors"}) {
       std::string p = f.dir + "/statistics/" + e;
-      if (exists(p)) f.errorFiles.push_back(p);
+      if (pathExists(p)) f.errorFiles.push_back(p);
     }
     for (const char* e : {"tx_dropped", "rx_dropped"}) {
       std::string p = f.dir + "/statistics/" + e;
-      if (exists(p)) f.dropFiles.push_back(p);
+      if (pathExists(p)) f.dropFiles.push_back(p);
     }
     f.errors.resize(f.errorFiles.size());
     f.drops.resize(f.dropFiles.size());
@@ -73,7 +57,7 @@ void NetdevCollector::sample(int64_t nowNs) {
     Iface& f = ifs_[i];
     LinkHealth& l = links_[i];
     auto oper = readLine(f.stateFile);
-    l.present = oper.has_value() || exists(f.dir);
+    l.present = oper.has_value() || pathExists(f.dir);
     // "unknown" is what drivers without carrier reporting (tun, some virtual devices) say while working.
     l.up = oper && (*oper == "up" || *oper == "unknown");
     // speed is Mb/s; -1 or EINVAL (virtual devices, link down) means unknown.
@@ -84,9 +68,9 @@ void NetdevCollector::sample(int64_t nowNs) {
     l.rateValid = fresh(f.tx) && fresh(f.rx);
     l.txBps = f.tx.smoothed;
     l.rxBps = f.rx.smoothed;
-    l.errorsPerSec = sumRate(f.errorFiles, f.errors, dt);
+    l.errorsPerSec = sumRate(f.errorFiles, f.errors, dt, /*countResets=*/false);
     // Drops are reported but do not mark congestion: rx_dropped also counts unknown protocols on real NICs.
-    l.congestionPerSec = sumRate(f.dropFiles, f.drops, dt);
+    l.congestionPerSec = sumRate(f.dropFiles, f.drops, dt, /*countResets=*/false);
     l.congested = false;
     uint32_t anomaly = 0;
     for (const CounterTrack* t : {&f.tx.counter, &f.rx.counter}) {

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,6 +53,25 @@ std::optional<uint64_t> parseU64(std::string_view text) {
     v = v * 10 + d;
   }
   return v;
+}
+
+bool pathExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+double sumRate(const std::vector<std::string>& files, std::vector<CounterTrack>& tracks, double dt,
+               bool countResets) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    uint64_t d = 0;
+    const CounterTrack::Step step = tracks[i].step(readU64(files[i]), &d);
+    if (step == CounterTrack::Step::kDelta || step == CounterTrack::Step::kWrap32 ||
+        (countResets && step == CounterTrack::Step::kReset)) {
+      total += d;
+    }
+  }
+  return dt > 0 ? static_cast<double>(total) / dt : 0.0;
 }
 
 std::optional<uint64_t> readU64(const std::string& path) {

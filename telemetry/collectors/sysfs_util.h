@@ -23,6 +23,9 @@ std::optional<uint64_t> readU64(const std::string& path);
 // Trimmed first line of a text file, or nullopt when it is unreadable.
 std::optional<std::string> readLine(const std::string& path);
 
+// Whether anything exists at path (file or directory).
+bool pathExists(const std::string& path);
+
 // Names in a directory (no "." / ".."), sorted; empty when the directory is missing.
 std::vector<std::string> listDir(const std::string& path);
 
@@ -49,6 +52,12 @@ struct CounterTrack {
   // reset, which error counters may count, but a rate must not, since the reset time is unknown).
   Step step(std::optional<uint64_t> raw, uint64_t* delta);
 };
+
+// Sum of the increments of a set of counters since their last readings, per second (0 when dt is
+// unknown). tracks[i] follows files[i]. countResets adds the value since a reset too (error counters,
+// where an error after a reset is still an error; see CounterTrack::step).
+double sumRate(const std::vector<std::string>& files, std::vector<CounterTrack>& tracks, double dt,
+               bool countResets);
 
 // A rate derived from a counter: last-interval rate and an exponentially smoothed estimate with a
 // time constant tau (irregular intervals handled with alpha = 1 - exp(-dt/tau)).
