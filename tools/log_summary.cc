@@ -380,29 +380,116 @@ nlohmann::json summaryJson(const LogSummary& s) {
   return out;
 }
 
+namespace {
+
+// One line of a summary section and who wrote it. Lines equal but for their writer fold into one.
+struct WriterLine {
+  std::string text;    // the line without its writer
+  std::string single;  // the line as printed when one writer wrote it
+  std::string body;    // lines printed under it either way (a table's ranges)
+  int64_t who = 0;
+  const char* whoName = "pid";  // "rank" where the writer's rank is known, else "pid"
+};
+
+// A writer: its rank where the line carries one, else its pid.
+void setWriter(WriterLine* l, int64_t rank, int64_t pid) {
+  l->who = rank >= 0 ? rank : pid;
+  l->whoName = rank >= 0 ? "rank" : "pid";
+}
+
+// "0-15, 17, 20-31": sorted values as runs; past six runs, the rest as "...".
+std::string runsText(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  std::string out;
+  size_t runs = 0;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (++runs > 6) return out + ", ...";
+    if (!out.empty()) out += ", ";
+    out += j == i ? fmt::format("{}", v[i]) : fmt::format("{}-{}", v[i], v[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Folds lines that are equal but for their writer, in order of first appearance: 1,000 ranks' identical
+// inits read as one "... x 1000 ranks 0-999", and a rank whose line differs keeps a line of its own (where
+// ranks differ is what matters: a choice that differs across ranks hangs NCCL, NVIDIA/nccl #1136).
+std::string foldedText(const std::vector<WriterLine>& lines) {
+  std::vector<std::vector<size_t>> groups;
+  std::map<std::string, size_t> groupOf;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string key = std::string(lines[i].whoName) + "\n" + lines[i].text + "\n" + lines[i].body;
+    auto [it, fresh] = groupOf.emplace(key, groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(i);
+  }
+  std::string out;
+  for (const auto& g : groups) {
+    const WriterLine& first = lines[g.front()];
+    if (g.size() == 1) {
+      out += first.single + "\n" + first.body;
+      continue;
+    }
+    std::vector<int64_t> who;
+    for (size_t i : g) who.push_back(lines[i].who);
+    out += fmt::format("{} \u00d7 {} {}s {}\n", first.text, g.size(), first.whoName, runsText(who)) + first.body;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string summaryText(const LogSummary& s) {
   std::string out = fmt::format("{} lines: {} events, {} malformed, {} of unknown type\n", s.lines, s.events,
                                 s.malformed, s.unknown);
-  for (const auto& p : s.processes)
-    out += fmt::format("process {} on {}: wirewise {}, mode {}, config {}{}\n", p.pid, p.host.empty() ? "?" : p.host,
-                       p.version.empty() ? "?" : p.version, p.mode.empty() ? "?" : p.mode,
-                       p.config.empty() ? "(none)" : p.config,
-                       fmt::format("{}, {} log lines dropped", p.stopped ? ", stopped" : ", no plugin_stop", p.logDropped));
+  std::vector<WriterLine> procs;
+  for (const auto& p : s.processes) {
+    const std::string host = p.host.empty() ? "?" : p.host;
+    const std::string rest = fmt::format(
+        "wirewise {}, mode {}, config {}{}", p.version.empty() ? "?" : p.version, p.mode.empty() ? "?" : p.mode,
+        p.config.empty() ? "(none)" : p.config,
+        fmt::format("{}, {} log lines dropped", p.stopped ? ", stopped" : ", no plugin_stop", p.logDropped));
+    procs.push_back({fmt::format("process on {}: {}", host, rest), fmt::format("process {} on {}: {}", p.pid, host, rest),
+                     "", p.pid, "pid"});
+  }
+  out += foldedText(procs);
   for (const auto& p : s.problems)
     out += fmt::format("config {}: {}:{}: {}\n", p.warningOnly ? "warning" : "problem", p.file, p.line, p.reason);
   for (const auto& r : s.railShifts) out += railShiftText(r) + "\n";
   for (const auto& c : s.comms) {
     out += fmt::format("\ncommunicator {}\n", c.id);
-    for (const auto& i : c.inits)
-      out += fmt::format("  init    {} face, {}, {} ranks, {} nodes{}, pid {}\n", i.face, i.abi, i.nRanks, i.nNodes,
-                         i.rank >= 0 ? fmt::format(", rank {}", i.rank) : "", i.pid);
-    for (const auto& t : c.tables) {
-      out += fmt::format("  table   seq {}: {} ({}), digest {}, {} ranges\n", t.seq, t.reason, t.source, t.digest,
-                         t.ranges.size());
-      for (const auto& r : t.ranges)
-        out += fmt::format("            {} {} {}\n", r.coll, bytesRangeText(r.minBytes, r.maxBytes),
-                           decisionText(r.algo, r.proto, r.channels));
+    std::vector<WriterLine> inits;
+    for (const auto& i : c.inits) {
+      WriterLine l;
+      l.text = fmt::format("  init    {} face, {}, {} ranks, {} nodes", i.face, i.abi, i.nRanks, i.nNodes);
+      l.single = l.text + fmt::format("{}, pid {}", i.rank >= 0 ? fmt::format(", rank {}", i.rank) : "", i.pid);
+      setWriter(&l, i.rank, i.pid);
+      inits.push_back(std::move(l));
     }
+    out += foldedText(inits);
+    std::vector<WriterLine> tables;
+    std::map<uint64_t, std::set<std::string>> versionsOfSeq;  // seq -> the different tables written for it
+    for (const auto& t : c.tables) {
+      WriterLine l;
+      l.text = fmt::format("  table   seq {}: {} ({}), digest {}, {} ranges", t.seq, t.reason, t.source, t.digest,
+                           t.ranges.size());
+      l.single = l.text + fmt::format(", pid {}", t.pid);
+      for (const auto& r : t.ranges)
+        l.body += fmt::format("            {} {} {}\n", r.coll, bytesRangeText(r.minBytes, r.maxBytes),
+                              decisionText(r.algo, r.proto, r.channels));
+      setWriter(&l, -1, t.pid);
+      versionsOfSeq[t.seq].insert(l.text + "\n" + l.body);
+      tables.push_back(std::move(l));
+    }
+    out += foldedText(tables);
+    for (const auto& [seq, versions] : versionsOfSeq)
+      if (versions.size() > 1)
+        out += fmt::format("  differs seq {}: {} different tables across processes (ranks that choose differently "
+                           "can hang NCCL)\n",
+                           seq, versions.size());
     out += coordinatorText(c);
     auto rows = c.observed();
     if (!rows.empty()) {
@@ -418,14 +505,19 @@ std::string summaryText(const LogSummary& s) {
     }
     out += fmt::format("  drops   {} (pool {}, ring {}, incomplete {}, orphan {})\n", c.drops.total(), c.drops.pool,
                        c.drops.ring, c.drops.incomplete, c.drops.orphan);
+    std::vector<WriterLine> finals;
     for (const auto& f : c.finalizes) {
-      if (f.face == "tuner")
-        out += fmt::format("  final   tuner, pid {}: {} collectives, {} applied, {} kept\n", f.pid, f.collectives,
-                           f.applied, f.kept);
-      else
-        out += fmt::format("  final   {}{}, pid {}: {} collectives, {} samples\n", f.face,
-                           f.rank >= 0 ? fmt::format(" rank {}", f.rank) : "", f.pid, f.collectives, f.samples);
+      WriterLine l;
+      const std::string counts = f.face == "tuner" ? fmt::format("{} collectives, {} applied, {} kept", f.collectives,
+                                                                 f.applied, f.kept)
+                                                   : fmt::format("{} collectives, {} samples", f.collectives, f.samples);
+      l.text = fmt::format("  final   {}: {}", f.face, counts);
+      l.single = fmt::format("  final   {}{}, pid {}: {}", f.face, f.rank >= 0 ? fmt::format(" rank {}", f.rank) : "",
+                             f.pid, counts);
+      setWriter(&l, f.rank, f.pid);
+      finals.push_back(std::move(l));
     }
+    out += foldedText(finals);
     if (c.finalizes.empty()) out += "  final   (no comm_finalize: the process ended or the log was cut short)\n";
   }
   return out;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
@@ -120,6 +121,59 @@ TEST(LogSummarizeCli, TelemetryEventsAreKnownNotUnknown) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["events"], 6);
   EXPECT_EQ(j["unknown"], 1);  // only the made-up one
+}
+
+// 32 ranks, a process each, on two hosts: what every rank wrote alike reads as one line with its count and its
+// ranks; the one process whose table differs keeps its own line, and the difference is named.
+TEST(LogSummarize, LinesEqualAcrossRanksFoldAndADifferenceStandsOut) {
+  std::ostringstream log;
+  const std::string comm = R"("comm":"0x00000000000000cc")";
+  for (int r = 0; r < 32; ++r) {
+    const int pid = 1000 + r;
+    const std::string who = R"({"v":1,"pid":)" + std::to_string(pid) + ",";
+    const std::string host = r < 16 ? "node01" : "node02";
+    log << who << R"("event":"plugin_start","version":"0.1.0","host":")" << host
+        << R"(","settings":{"WIREWISE_MODE":"apply"}})" << "\n";
+    log << who << R"("event":"comm_init",)" << comm << R"(,"face":"tuner","abi":"tuner_v5","nranks":32,"nnodes":2})"
+        << "\n";
+    log << who << R"("event":"comm_init",)" << comm
+        << R"(,"face":"profiler","abi":"profiler_v5","nranks":32,"nnodes":2,"rank":)" << r << "}\n";
+    const char* algo = r == 7 ? "tree" : "ring";  // rank 7 read another table
+    log << who << R"("event":"table",)" << comm
+        << R"(,"seq":0,"reason":"init","source":"builtin","digest":"d","ranges":[{"coll":"allreduce","min_bytes":0,)"
+        << R"("max_bytes":65536,"algo":")" << algo << R"(","proto":"ll","channels":0}]})" << "\n";
+    log << who << R"("event":"comm_finalize",)" << comm
+        << R"(,"face":"profiler","rank":)" << r << R"(,"collectives":500,"samples":500})" << "\n";
+    log << who << R"("event":"plugin_stop"})" << "\n";
+  }
+  LogSummary s;
+  std::istringstream in(log.str());
+  addLog(in, &s);
+  const std::string o = summaryText(s);
+  const auto count = [&o](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = o.find(what); at != std::string::npos; at = o.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("init    profiler face"), 1u) << o;
+  EXPECT_NE(o.find("init    profiler face, profiler_v5, 32 ranks, 2 nodes \u00d7 32 ranks 0-31\n"), std::string::npos)
+      << o;
+  EXPECT_NE(o.find("init    tuner face, tuner_v5, 32 ranks, 2 nodes \u00d7 32 pids 1000-1031\n"), std::string::npos)
+      << o;
+  EXPECT_NE(o.find("process on node01: wirewise 0.1.0, mode apply, config (none), stopped, 0 log lines dropped "
+                   "\u00d7 16 pids 1000-1015\n"),
+            std::string::npos)
+      << o;
+  EXPECT_NE(o.find("\u00d7 16 pids 1016-1031\n"), std::string::npos) << o;
+  EXPECT_NE(o.find("\u00d7 31 pids 1000-1006, 1008-1031\n            allreduce 0 B-64 KiB ring/ll ch=keep\n"),
+            std::string::npos)
+      << o;
+  EXPECT_NE(o.find("table   seq 0: init (builtin), digest d, 1 ranges, pid 1007\n            allreduce 0 B-64 KiB tree/ll"),
+            std::string::npos)
+      << o;  // the odd one out, as its own line
+  EXPECT_NE(o.find("differs seq 0: 2 different tables across processes"), std::string::npos) << o;
+  EXPECT_NE(o.find("final   profiler: 500 collectives, 500 samples \u00d7 32 ranks 0-31\n"), std::string::npos) << o;
+  EXPECT_EQ(count("\n"), 14u) << o;  // instead of 32 lines for each of them
 }
 
 TEST(CliUtil, BytesAndDecisions) {
