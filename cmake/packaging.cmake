@@ -1,4 +1,11 @@
 # `cmake --install` and a Debian package through CPack (`cpack -G DEB` in the build tree).
+include(GNUInstallDirs)
+# The examples a site or a user starts from: /etc/nccl.conf lines that turn wirewise on for every job on a
+# node, the PyTorch environment file and toy job, and both static-table formats (docs/quickstart.md).
+install(FILES examples/nccl.conf examples/static-table.json examples/nccl_tuner.conf
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+install(FILES examples/pytorch/README.md examples/pytorch/wirewise.env examples/pytorch/ddp_toy.py
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/pytorch)
 set(CPACK_PACKAGE_NAME "wirewise")
 set(CPACK_PACKAGE_VENDOR "wirewise")
 set(CPACK_PACKAGE_CONTACT "wirewise maintainers <maintainers@wirewise.invalid>")
