@@ -10,6 +10,7 @@ void addSettingsCommand(CLI::App& app);  // settings_cmd.cc
 void addDemoCommand(CLI::App& app);      // demo_cmd.cc
 void addLogCommand(CLI::App& app);       // log_cmd.cc
 void addProbeCommand(CLI::App& app);     // probe_cmd.cc
+void addDoctorCommand(CLI::App& app);    // doctor_cmd.cc
 #ifdef WW_HAVE_SIMULATE
 void addSimulateCommand(CLI::App& app);  // simulate_cmd.cc (the simulator's)
 void addScenarioCommand(CLI::App& app);  // scenario_cmd.cc (the simulator's scenario generator)

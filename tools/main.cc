@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   wirewise::tools::addDemoCommand(app);
   wirewise::tools::addLogCommand(app);
   wirewise::tools::addProbeCommand(app);
+  wirewise::tools::addDoctorCommand(app);
 #ifdef WW_HAVE_SIMULATE
   wirewise::tools::addSimulateCommand(app);
   wirewise::tools::addScenarioCommand(app);
