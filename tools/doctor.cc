@@ -36,6 +36,8 @@ std::string realPath(const std::string& p) {
   return ::realpath(p.c_str(), buf) != nullptr ? std::string(buf) : p;
 }
 
+std::string setCoordinator() { return fmt::format("set {}=host:port", settingName(&Settings::coordinator)); }
+
 std::string orUnset(const char* v) { return v != nullptr ? fmt::format("'{}'", v) : std::string("unset"); }
 
 // ---- nccl.conf ----
@@ -221,12 +223,12 @@ int tryConnect(const sockaddr* a, socklen_t len, int timeoutMs) {
 
 void rendezvousFindings(const DoctorInput& in, const Settings& s, const EnvSource& env, std::vector<Finding>* out) {
   if (s.sync == SyncMode::Off || s.mode != Mode::Apply) {
-    out->push_back({"rendezvous", Level::kInfo, "agreement is off here (WIREWISE_SYNC=off or a mode other than apply)", ""});
+    out->push_back({"rendezvous", Level::kInfo, fmt::format("agreement is off here ({}=off, or a mode other than apply)", settingName(&Settings::sync)), ""});
     return;
   }
   const control::Rendezvous r = control::resolveRendezvous(s, env);
   if (!r.problem.empty())
-    out->push_back({"rendezvous", Level::kWarn, r.problem, "fix the variable, or set WIREWISE_COORDINATOR=host:port"});
+    out->push_back({"rendezvous", Level::kWarn, r.problem, setCoordinator()});
   if (r.port == 0) {
     out->push_back({"rendezvous", Level::kInfo,
                     fmt::format("{}: no launcher variables here, so each process would host a coordinator of its own "
@@ -242,7 +244,7 @@ void rendezvousFindings(const DoctorInput& in, const Settings& s, const EnvSourc
   addrinfo* res = nullptr;
   if (::getaddrinfo(r.host.c_str(), std::to_string(r.port).c_str(), &hints, &res) != 0 || res == nullptr) {
     out->push_back({"rendezvous", Level::kError, fmt::format("the coordinator's host does not resolve: {}", at),
-                    "check the launcher's variables on this node, or set WIREWISE_COORDINATOR=host:port"});
+                    "check the launcher's variables on this node, or " + setCoordinator()});
     return;
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> hold(res, ::freeaddrinfo);
@@ -261,7 +263,7 @@ void rendezvousFindings(const DoctorInput& in, const Settings& s, const EnvSourc
     out->push_back({"rendezvous", Level::kInfo, fmt::format("{}: the host answers, nothing listens yet (the coordinator starts with the job)", at), ""});
   else
     out->push_back({"rendezvous", Level::kWarn, fmt::format("{}: no answer within 1 s: a firewall may drop the port", at),
-                    fmt::format("open TCP port {} between the job's nodes, or set WIREWISE_COORDINATOR=host:port", r.port)});
+                    fmt::format("open TCP port {} between the job's nodes, or {}", r.port, setCoordinator())});
 }
 
 void keyFindings(const DoctorInput& in, const Settings& s, const EnvSource& env, std::vector<Finding>* out) {
@@ -277,7 +279,7 @@ void keyFindings(const DoctorInput& in, const Settings& s, const EnvSource& env,
 
 void logFindings(const DoctorInput& in, const Settings& s, const EnvSource& env, std::vector<Finding>* out) {
   if (s.logPath.empty()) {
-    out->push_back({"log", Level::kInfo, "the adaptation log is off (WIREWISE_LOG=none)", ""});
+    out->push_back({"log", Level::kInfo, fmt::format("the adaptation log is off ({}=none)", settingName(&Settings::logPath)), ""});
     return;
   }
   const char* set = env(settingName(&Settings::logPath));
@@ -305,7 +307,7 @@ void logFindings(const DoctorInput& in, const Settings& s, const EnvSource& env,
   if (::access(up.c_str(), W_OK) != 0) {
     out->push_back({"log", Level::kError,
                     fmt::format("{} does not exist and {} is not writable: the log would be off", dir.string(), up.string()),
-                    "set WIREWISE_LOG to a path in a directory you can write"});
+                    fmt::format("set {} to a path in a directory you can write", settingName(&Settings::logPath))});
     return;
   }
   out->push_back({"log", Level::kOk, fmt::format("logs go to {} (created 0700 at the first start)", dir.string()), ""});
@@ -322,8 +324,8 @@ void telemetryFindings(const DoctorInput& in, const Settings& s, std::vector<Fin
                      : Finding{"telemetry", Level::kInfo, "NVML (libnvidia-ml.so.1) does not load here: no NVLink or PCIe health (no GPU driver on this host?)", ""});
   if (s.cupti)
     out->push_back(loads("libcupti.so") || loads("libcupti.so.13") || loads("libcupti.so.12")
-                       ? Finding{"telemetry", Level::kOk, "CUPTI loads (WIREWISE_CUPTI=on)", ""}
-                       : Finding{"telemetry", Level::kWarn, "WIREWISE_CUPTI=on but no libcupti.so loads: kernel records stay off",
+                       ? Finding{"telemetry", Level::kOk, fmt::format("CUPTI loads ({}=on)", settingName(&Settings::cupti)), ""}
+                       : Finding{"telemetry", Level::kWarn, fmt::format("{}=on but no libcupti.so loads: kernel records stay off", settingName(&Settings::cupti)),
                                  "put CUDA's extras/CUPTI/lib64 (or PyTorch's nvidia/cuda_cupti/lib) on LD_LIBRARY_PATH"});
   std::error_code ec;
   size_t ib = 0;
@@ -409,11 +411,12 @@ std::vector<Finding> runDoctor(const DoctorInput& in) {
   std::vector<SettingProblem> problems;
   const Settings s = readSettings(env, in.host, static_cast<long>(::getpid()), &problems);
   for (const SettingProblem& p : problems) out.push_back({"settings", Level::kWarn, p.message, ""});
-  if (problems.empty()) out.push_back({"settings", Level::kOk, "every WIREWISE_* setting read as given", ""});
+  if (problems.empty()) out.push_back({"settings", Level::kOk, "every wirewise setting read as given", ""});
   if (s.mode == Mode::Off)
-    out.push_back({"settings", Level::kWarn, "WIREWISE_MODE=off: wirewise loads but leaves NCCL alone", "unset WIREWISE_MODE"});
+    out.push_back({"settings", Level::kWarn, fmt::format("{}=off: wirewise loads but leaves NCCL alone", settingName(&Settings::mode)),
+                   fmt::format("unset {}", settingName(&Settings::mode))});
   else if (s.mode == Mode::Observe)
-    out.push_back({"settings", Level::kInfo, "WIREWISE_MODE=observe: wirewise measures and logs, changes nothing", ""});
+    out.push_back({"settings", Level::kInfo, fmt::format("{}=observe: wirewise measures and logs, changes nothing", settingName(&Settings::mode)), ""});
 
   rendezvousFindings(in, s, env, &out);
   keyFindings(in, s, env, &out);
