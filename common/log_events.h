@@ -493,7 +493,8 @@ struct CommInit {
   static constexpr EventKind kKind = EventKind::CommInit;
   std::string comm, face, abi;
   int64_t nRanks = 0, nNodes = 0;
-  std::optional<int64_t> rank;  // profiler face only
+  std::optional<int64_t> rank;          // profiler face only
+  std::optional<std::string> commName;  // profiler face only, when NCCL was given one (ncclConfig_t.commName)
   template <class S, class V>
   static void visit(S& s, V& v) {
     v("comm", s.comm);
@@ -502,6 +503,7 @@ struct CommInit {
     v("nranks", s.nRanks);
     v("nnodes", s.nNodes);
     v("rank", s.rank);
+    v("comm_name", s.commName);
   }
 };
 WW_LOG_RECORD(CommInit)

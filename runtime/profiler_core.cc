@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "common/log_events.h"
 #include "common/units.h"
@@ -59,6 +62,14 @@ bool isProxyHandle(const SlotHead* h) { return (h->type & (kEvProxyOp | kEvProxy
   if (proxyStateIndex(state) >= 0) static_cast<ProxySink*>(h->owner)->recordState(handle, state, arg, nowNs());
 }
 
+// NCCL's commName is the application's string (ncclConfig_t.commName), or null: kept to a bounded length so
+// that a runaway name cannot bloat every log line that carries it.
+std::optional<std::string> commNameOf(const char* name) {
+  constexpr size_t kMaxName = 128;
+  if (name == nullptr || *name == '\0') return std::nullopt;
+  return std::string(name, ::strnlen(name, kMaxName));
+}
+
 }  // namespace
 
 uint64_t profilerActivationMask(bool netPaths, bool kernelLaunch, bool ceColls) noexcept {
@@ -94,7 +105,8 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
                               .abi = "profiler_v" + std::to_string(args.abiVersion),
                               .nRanks = args.nRanks,
                               .nNodes = args.nNodes,
-                              .rank = args.rank});
+                              .rank = args.rank,
+                              .commName = commNameOf(args.commName)});
     rt->addSink(&comm->events, comm->proxy.get());
     *context = comm.release();
     rt.keep();  // the comm's reference, given back at finalize

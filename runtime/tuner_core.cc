@@ -239,7 +239,8 @@ ncclResult_t tunerInit(const TunerInitArgs& args, void** context) noexcept {
                               .abi = "tuner_v" + std::to_string(args.abiVersion),
                               .nRanks = static_cast<int64_t>(args.nRanks),
                               .nNodes = static_cast<int64_t>(args.nNodes),
-                              .rank = std::nullopt});
+                              .rank = std::nullopt,
+                              .commName = std::nullopt});
     noticeTunerFaces(*rt, args.abiVersion, processEnv());  // no profiler face, or a tuner older than v5
 
     // The static table depends only on the shared config file and the comm's shape (nRanks, nNodes),

@@ -99,7 +99,7 @@ bool addEvent(const json& e, logev::EventKind kind, LogSummary* s) {
     }
     case EventKind::CommInit: {
       const auto x = e.get<logev::CommInit>();
-      commOf(s, x.comm).inits.push_back({x.face, x.abi, x.nRanks, x.nNodes, x.rank.value_or(-1), pid});
+      commOf(s, x.comm).inits.push_back({x.face, x.abi, x.nRanks, x.nNodes, x.rank.value_or(-1), pid, x.commName.value_or("")});
       break;
     }
     case EventKind::Table:
@@ -356,7 +356,7 @@ nlohmann::json summaryJson(const LogSummary& s) {
     jc["inits"] = json::array();
     for (const auto& i : c.inits)
       jc["inits"].push_back({{"face", i.face}, {"abi", i.abi}, {"nranks", i.nRanks}, {"nnodes", i.nNodes},
-                             {"rank", i.rank}, {"pid", i.pid}});
+                             {"rank", i.rank}, {"pid", i.pid}, {"comm_name", i.commName}});
     jc["tables"] = json::array();
     for (const auto& t : c.tables) {
       jc["tables"].push_back({{"seq", t.seq}, {"pid", t.pid}, {"reason", t.reason}, {"source", t.source},
@@ -464,7 +464,8 @@ std::string summaryText(const LogSummary& s) {
     std::vector<WriterLine> inits;
     for (const auto& i : c.inits) {
       WriterLine l;
-      l.text = fmt::format("  init    {} face, {}, {} ranks, {} nodes", i.face, i.abi, i.nRanks, i.nNodes);
+      l.text = fmt::format("  init    {} face, {}, {} ranks, {} nodes{}", i.face, i.abi, i.nRanks, i.nNodes,
+                           i.commName.empty() ? "" : fmt::format(", name '{}'", i.commName));
       l.single = l.text + fmt::format("{}, pid {}", i.rank >= 0 ? fmt::format(", rank {}", i.rank) : "", i.pid);
       setWriter(&l, i.rank, i.pid);
       inits.push_back(std::move(l));

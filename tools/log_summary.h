@@ -23,6 +23,7 @@ namespace wirewise::tools {
 struct LogInit {
   std::string face, abi;
   int64_t nRanks = 0, nNodes = 0, rank = -1, pid = 0;
+  std::string commName;  // "" when NCCL gave none
 };
 
 // A table range as the log writes it ({coll, algo, proto, min_bytes, max_bytes, channels}).

@@ -137,7 +137,7 @@ TEST(LogSummarize, LinesEqualAcrossRanksFoldAndADifferenceStandsOut) {
     log << who << R"("event":"comm_init",)" << comm << R"(,"face":"tuner","abi":"tuner_v5","nranks":32,"nnodes":2})"
         << "\n";
     log << who << R"("event":"comm_init",)" << comm
-        << R"(,"face":"profiler","abi":"profiler_v5","nranks":32,"nnodes":2,"rank":)" << r << "}\n";
+        << R"(,"face":"profiler","abi":"profiler_v5","nranks":32,"nnodes":2,"comm_name":"dp","rank":)" << r << "}\n";
     const char* algo = r == 7 ? "tree" : "ring";  // rank 7 read another table
     log << who << R"("event":"table",)" << comm
         << R"(,"seq":0,"reason":"init","source":"builtin","digest":"d","ranges":[{"coll":"allreduce","min_bytes":0,)"
@@ -156,7 +156,8 @@ TEST(LogSummarize, LinesEqualAcrossRanksFoldAndADifferenceStandsOut) {
     return n;
   };
   EXPECT_EQ(count("init    profiler face"), 1u) << o;
-  EXPECT_NE(o.find("init    profiler face, profiler_v5, 32 ranks, 2 nodes \u00d7 32 ranks 0-31\n"), std::string::npos)
+  EXPECT_NE(o.find("init    profiler face, profiler_v5, 32 ranks, 2 nodes, name 'dp' \u00d7 32 ranks 0-31\n"),
+            std::string::npos)
       << o;
   EXPECT_NE(o.find("init    tuner face, tuner_v5, 32 ranks, 2 nodes \u00d7 32 pids 1000-1031\n"), std::string::npos)
       << o;
