@@ -21,6 +21,7 @@
 
 #include "common/safe_files.h"
 #include "control/rendezvous.h"
+#include "telemetry/collectors/collector_set.h"
 #include "sim/loader/nccl_loader.h"
 
 namespace wirewise::tools {
@@ -319,13 +320,15 @@ void telemetryFindings(const DoctorInput& in, const Settings& s, std::vector<Fin
     if (h != nullptr) ::dlclose(h);
     return h != nullptr;
   };
-  out->push_back(loads("libnvidia-ml.so.1")
-                     ? Finding{"telemetry", Level::kOk, "NVML (libnvidia-ml.so.1) loads: NVLink and PCIe health are read", ""}
-                     : Finding{"telemetry", Level::kInfo, "NVML (libnvidia-ml.so.1) does not load here: no NVLink or PCIe health (no GPU driver on this host?)", ""});
+  const collectors::CollectorConfig libs;  // the libraries the plugin's collectors open
+  const std::string nvml = libs.nvmlLibrary, cupti = libs.cuptiLibrary;
+  out->push_back(loads(nvml.c_str())
+                     ? Finding{"telemetry", Level::kOk, fmt::format("NVML ({}) loads: NVLink and PCIe health are read", nvml), ""}
+                     : Finding{"telemetry", Level::kInfo, fmt::format("NVML ({}) does not load here: no NVLink or PCIe health (no GPU driver on this host?)", nvml), ""});
   if (s.cupti)
-    out->push_back(loads("libcupti.so") || loads("libcupti.so.13") || loads("libcupti.so.12")
-                       ? Finding{"telemetry", Level::kOk, fmt::format("CUPTI loads ({}=on)", settingName(&Settings::cupti)), ""}
-                       : Finding{"telemetry", Level::kWarn, fmt::format("{}=on but no libcupti.so loads: kernel records stay off", settingName(&Settings::cupti)),
+    out->push_back(loads(cupti.c_str())
+                       ? Finding{"telemetry", Level::kOk, fmt::format("CUPTI ({}) loads ({}=on)", cupti, settingName(&Settings::cupti)), ""}
+                       : Finding{"telemetry", Level::kWarn, fmt::format("{}=on but {} does not load: kernel records stay off", settingName(&Settings::cupti), cupti),
                                  "put CUDA's extras/CUPTI/lib64 (or PyTorch's nvidia/cuda_cupti/lib) on LD_LIBRARY_PATH"});
   std::error_code ec;
   size_t ib = 0;
