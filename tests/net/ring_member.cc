@@ -362,7 +362,13 @@ int runRank(const Net* net, const Options& o) {
   const auto start = Clock::now();
   const int result = ring.run();
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  if (result != kOk) return result;
+  if (result != kOk) {
+    // Sends may still be in flight on the plugin's engine thread: close the comms (which detach them from
+    // that thread) before the ring frees their buffers, as NCCL closes a comm before it frees its buffers.
+    net->closeSend(sc);
+    net->closeRecv(rc);
+    return result;
+  }
   std::printf("rank %d/%d v%d dev %s: sent %zu messages (%zu B), verified %d messages (%zu B) from rank %d in %.2f s\n",
               o.rank, o.nranks, o.version, names.c_str(), sched.messages.size(), ring.bytesSent(),
               ring.messagesVerified(), ring.bytesVerified(), (o.rank + o.nranks - 1) % o.nranks, secs);
