@@ -114,15 +114,21 @@ control::ControlPlane* ControlWiring::plane() {
   };
   o.onVerdict = [this](const control::Member& m, const control::Verdict& v) {
     char digest[24] = "";
+    uint64_t d = 0;
     if (!v.observeOnly) {
-      uint64_t d = DecisionTable::build(v.rules, v.reason)->digest();
+      d = DecisionTable::build(v.rules, v.reason)->digest();
       std::snprintf(digest, sizeof digest, "%016" PRIx64, d);
-      if (v.index == 0 && v.reason == "static" && d != m.configDigest())
-        WW_WARN(NCCL_INIT | NCCL_TUNING,
-                "comm %s: the coordinator's static table (digest %s) differs from this rank's %s "
-                "(digest %016" PRIx64 "); the coordinator's applies from collective %" PRIu64,
-                hexId(m.commId()).c_str(), digest, settingName(&Settings::config), m.configDigest(), v.boundary);
     }
+    // Each rank compares the coordinator's static table with its own: a per-member WARN, not a log line.
+    if (!v.observeOnly && v.index == 0 && v.reason == "static" && d != m.configDigest())
+      WW_WARN(NCCL_INIT | NCCL_TUNING,
+              "comm %s: the coordinator's static table (digest %s) differs from this rank's %s "
+              "(digest %016" PRIx64 "); the coordinator's applies from collective %" PRIu64,
+              hexId(m.commId()).c_str(), digest, settingName(&Settings::config), m.configDigest(), v.boundary);
+    const bool log = verdictLog_.admit(m.commId(), v.index, [&] {
+      return std::string(digest) + (v.observeOnly ? " observe " : " ") + v.reason;
+    });
+    if (!log) return;
     logev::Verdict ev;
     ev.comm = hexId(m.commId());
     ev.reason = v.reason;

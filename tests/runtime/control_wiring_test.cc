@@ -6,6 +6,29 @@
 namespace wirewise {
 namespace {
 
+// Members of one communicator present the same verdicts in index order, interleaved: the process logs the
+// first, then only a change, once; another communicator keeps its own account.
+TEST(VerdictLogFilter, OncePerProcessAndOnlyWhenTheVerdictChanges) {
+  VerdictLogFilter f;
+  int asked = 0;
+  const auto content = [&](const char* c) {
+    return [&asked, c] {
+      ++asked;
+      return std::string(c);
+    };
+  };
+  EXPECT_TRUE(f.admit(1, 0, content("static")));   // member A, verdict 0
+  EXPECT_FALSE(f.admit(1, 0, content("static")));  // member B, verdict 0: already logged
+  EXPECT_FALSE(f.admit(1, 1, content("static")));  // A, verdict 1: nothing changed
+  EXPECT_TRUE(f.admit(1, 2, content("t2")));       // A, verdict 2: a new table
+  EXPECT_FALSE(f.admit(1, 1, content("static")));  // B catches up: older than what was presented
+  EXPECT_FALSE(f.admit(1, 2, content("t2")));
+  EXPECT_TRUE(f.admit(1, 3, content("static")));   // back to the first table: a change from verdict 2
+  EXPECT_TRUE(f.admit(2, 0, content("static")));   // another communicator
+  EXPECT_FALSE(f.admit(2, 1, content("static")));
+  EXPECT_EQ(asked, 6);  // the content is built only for an index new to the process
+}
+
 TEST(ControlWiring, DeterministicSyncSpacesBoundariesFixedUnlessConfigured) {
   Settings s;
   s.sync = SyncMode::Deterministic;

@@ -37,7 +37,7 @@ constexpr int kSteps = 120;
 struct ProcsRun {
   SimResult result;
   double wallS = 0;
-  std::map<long, int> verdictsByPid;  // per-member "verdict" events, by writer
+  std::map<long, int> verdictsByPid;  // "verdict" events (once per process per change), by writer
   std::map<long, int> tunerInitsByPid;
   std::set<long> coordinatorPids;  // writers of the coordinator's "table" events
 };
