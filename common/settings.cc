@@ -7,6 +7,8 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
+#include <string_view>
 
 namespace wirewise {
 namespace {
@@ -32,7 +34,9 @@ const SettingSpec kSpecs[] = {
     {"WIREWISE_LOG",
      TextRow{&Settings::logPath, TextKind::Path, kDefaultLog, nullptr, "a writable path, or 'none'", true, true, true},
      "the adaptation log ([adaptation-log.md](adaptation-log.md)); `%h` is the host name, `%p` the process id, `%u` "
-     "the user id, `%%` a percent sign. Missing directories are created 0700 and the file 0600; a symbolic link, or "
+     "the user id, `%r` the launcher's global rank (`RANK`, `SLURM_PROCID`, `OMPI_COMM_WORLD_RANK`, `PMIX_RANK`, "
+     "`PMI_RANK`; `norank` without one), `%j` its job id (`TORCHELASTIC_RUN_ID` unless `none`, `SLURM_JOB_ID`, "
+     "`OMPI_MCA_ess_base_jobid`, `PMIX_NAMESPACE`; `nojob` without one), `%%` a percent sign. Missing directories are created 0700 and the file 0600; a symbolic link, or "
      "a file that is not this user's, is refused. The default's directory must be this user's and writable by "
      "nobody else, else the log is off ([adaptation-log.md](adaptation-log.md#where-the-log-goes)); either refusal "
      "is one WARN naming the path and the fix"},
@@ -176,8 +180,32 @@ std::string rangeText(const IntRow& r) {
   return r.zeroMeansOff ? "0, or " + range : range;
 }
 
-// %h, %p, %u, %% and the one shell-style default the log's default path uses.
+// The first of `names` the launcher set (non-empty), with the characters a file name cannot hold replaced.
+std::string launcherValue(const EnvSource& env, std::initializer_list<const char*> names, const char* none) {
+  for (const char* name : names) {
+    const char* v = env(name);
+    if (v == nullptr || *v == '\0' || (std::string_view(name) == "TORCHELASTIC_RUN_ID" && std::string_view(v) == "none"))
+      continue;
+    std::string out(v);
+    for (char& c : out)
+      if (c == '/' || static_cast<unsigned char>(c) < 0x20) c = '_';
+    return out;
+  }
+  return none;
+}
+
+// %h, %p, %u, %r, %j, %% and the one shell-style default the log's default path uses.
 }  // namespace
+
+std::string launcherRank(const EnvSource& env) {
+  return launcherValue(env, {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}, "norank");
+}
+
+// torchrun's default run id "none" names no job (every job that does not set one has it): skipped.
+std::string launcherJobId(const EnvSource& env) {
+  return launcherValue(env, {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"},
+                       "nojob");
+}
 
 std::string expandSettingPath(std::string path, const EnvSource& env, const std::string& host, long pid) {
   static constexpr std::string_view kTmp = "${TMPDIR:-/tmp}";
@@ -192,6 +220,8 @@ std::string expandSettingPath(std::string path, const EnvSource& env, const std:
       if (c == 'h') { out += host; ++i; continue; }
       if (c == 'p') { out += std::to_string(pid); ++i; continue; }
       if (c == 'u') { out += std::to_string(static_cast<unsigned long>(::geteuid())); ++i; continue; }
+      if (c == 'r') { out += launcherRank(env); ++i; continue; }
+      if (c == 'j') { out += launcherJobId(env); ++i; continue; }
       if (c == '%') { out += '%'; ++i; continue; }
     }
     out += path[i];

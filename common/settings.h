@@ -206,8 +206,13 @@ struct SettingProblem {
 Settings readSettings(const EnvSource& env, const std::string& host, long pid, std::vector<SettingProblem>* problems);
 Settings readSettings(const EnvSource& env, const std::string& host, long pid, std::vector<std::string>* warnings);
 
-// A path setting's expansion: ${TMPDIR:-/tmp}, %h (host), %p (pid), %u (effective user id), %% (a percent sign).
+// A path setting's expansion: ${TMPDIR:-/tmp}, %h (host), %p (pid), %u (effective user id), %r (the launcher's
+// global rank), %j (the launcher's job id), %% (a percent sign).
 std::string expandSettingPath(std::string path, const EnvSource& env, const std::string& host, long pid);
+// What %r and %j expand to: the first variable the launcher set (torchrun, srun, mpirun, PMIx), a '/' in it
+// made '_'; "norank" and "nojob" when none is set.
+std::string launcherRank(const EnvSource& env);
+std::string launcherJobId(const EnvSource& env);
 
 // docs/settings.md's generated table (Markdown), and `wirewise settings`'s plain-text doc of one setting.
 std::string settingsMarkdownTable();

@@ -9,6 +9,7 @@ namespace wirewise::tools {
 void addSettingsCommand(CLI::App& app);  // settings_cmd.cc
 void addDemoCommand(CLI::App& app);      // demo_cmd.cc
 void addLogCommand(CLI::App& app);       // log_cmd.cc
+void addReportCommand(CLI::App& app);    // log_cmd.cc
 void addProbeCommand(CLI::App& app);     // probe_cmd.cc
 void addDoctorCommand(CLI::App& app);    // doctor_cmd.cc
 #ifdef WW_HAVE_SIMULATE

@@ -1,8 +1,10 @@
 // `wirewise log summarize FILE... [--json]`: what an adaptation log says, per communicator.
 // `wirewise log explain FILE... [--comm HEX] [--coll NAME] [--bytes N] [--json]`: why each range of the
 // table in force at the end of the log is what it is, in plain English.
+// `wirewise report FILE... [-o report.html]`: the same logs as one self-contained HTML page (log_report.h).
 #include <fmt/core.h>
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -12,6 +14,7 @@
 #include "common/units.h"
 #include "tools/commands.h"
 #include "tools/log_explain.h"
+#include "tools/log_report.h"
 #include "tools/log_summary.h"
 
 namespace wirewise::tools {
@@ -20,6 +23,11 @@ namespace {
 struct SummarizeOptions {
   std::vector<std::string> files;
   bool json = false;
+};
+
+struct ReportOptionsCli {
+  std::vector<std::string> files;
+  std::string out = "report.html";
 };
 
 struct ExplainOptions {
@@ -35,7 +43,7 @@ bool readLogs(const std::vector<std::string>& files, const char* command, LogSum
   for (const auto& file : files) {
     std::ifstream in(file);
     if (!in) {
-      fmt::print(stderr, "wirewise log {}: cannot read {}\n", command, file);
+      fmt::print(stderr, "wirewise {}: cannot read {}\n", command, file);
       return false;
     }
     const uint64_t before = s->malformed;
@@ -67,7 +75,7 @@ bool readLogs(const std::vector<std::string>& files, const char* command, LogSum
 
 int runSummarize(const SummarizeOptions& o) {
   LogSummary summary;
-  if (!readLogs(o.files, "summarize", &summary)) return 1;
+  if (!readLogs(o.files, "log summarize", &summary)) return 1;
   if (o.json) fmt::print("{}\n", summaryJson(summary).dump(2));
   else fmt::print("{}", summaryText(summary));
   return 0;
@@ -107,7 +115,7 @@ int runExplain(const ExplainOptions& o) {
     f.bytes = n;
   }
   LogSummary summary;
-  if (!readLogs(o.files, "explain", &summary)) return 1;
+  if (!readLogs(o.files, "log explain", &summary)) return 1;
   std::vector<Explanation> e = explainLog(summary, f);
   if (f.comm && e.empty()) {
     std::string known;
@@ -122,7 +130,46 @@ int runExplain(const ExplainOptions& o) {
   return 0;
 }
 
+// The page goes to a temporary name first and is renamed over `out`: a reader never sees half a page.
+int runReport(const ReportOptionsCli& o) {
+  LogSummary summary;
+  if (!readLogs(o.files, "report", &summary)) return 1;
+  const std::string html = reportHtml(summary, ReportOptions{o.files});
+  const std::string tmp = o.out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(html.data(), static_cast<std::streamsize>(html.size()));
+    if (!f.flush()) {
+      fmt::print(stderr, "wirewise report: cannot write {}\n", tmp);
+      std::remove(tmp.c_str());
+      return 1;
+    }
+  }
+  if (std::rename(tmp.c_str(), o.out.c_str()) != 0) {
+    fmt::print(stderr, "wirewise report: cannot rename {} to {}\n", tmp, o.out);
+    std::remove(tmp.c_str());
+    return 1;
+  }
+  fmt::print("wrote {} ({} communicator(s), {} bytes)\n", o.out, summary.comms.size(), html.size());
+  return 0;
+}
+
 }  // namespace
+
+void addReportCommand(CLI::App& app) {
+  auto o = std::make_shared<ReportOptionsCli>();
+  auto* cmd = app.add_subcommand("report",
+                                 "Write adaptation logs as one self-contained HTML page: tables in force over "
+                                 "time with alarms, faults, explanations and exploration; bandwidth per size "
+                                 "bucket over time; link health; control-plane waits");
+  cmd->add_option("FILE", o->files, "adaptation log(s); several files (one per process) are merged by comm")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", o->out, "the HTML file to write (default report.html)");
+  cmd->callback([o] {
+    if (int rc = runReport(*o); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
 
 void addLogCommand(CLI::App& app) {
   auto* log = app.add_subcommand("log", "Read adaptation logs (JSON lines written by the plugin)");

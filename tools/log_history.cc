@@ -158,7 +158,8 @@ std::vector<CommittedTable> committedTables(const CommSummary& c) {
         for (const auto& r : cover(prev, p.coll, p.minBytes, p.maxBytes)) ranges.push_back(r);
       }
     CommittedTable ct{
-        true, t.index, t.boundary, t.next, t.probe, t.reason, t.digest, "coordinator", normalized(std::move(ranges))};
+        true, t.index, t.boundary, t.next, t.probe, t.reason, t.digest, "coordinator", normalized(std::move(ranges)),
+        t.ts};
     prev = ct.ranges;
     out.push_back(std::move(ct));
   }
@@ -173,7 +174,7 @@ std::vector<CommittedTable> tablesInForce(const CommSummary& c) {
   std::set<std::pair<uint64_t, std::string>> seen;  // every rank logs the same table at the same seq
   for (const auto& t : tables)
     if (seen.insert({t.seq, t.digest}).second)
-      out.push_back({false, 0, t.seq, std::nullopt, false, t.reason, t.digest, t.source, normalized(t.ranges)});
+      out.push_back({false, 0, t.seq, std::nullopt, false, t.reason, t.digest, t.source, normalized(t.ranges), t.ts});
   return out;
 }
 

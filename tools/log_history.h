@@ -38,6 +38,7 @@ struct CommittedTable {
   bool probe = false;  // a probe verdict's table, with its probed sizes put back to the committed choice
   std::string reason, digest, source;
   std::vector<LogRange> ranges;  // normalized
+  std::string ts;                // when it was logged (the line's `ts`); "" when the line had none
 };
 
 // The committed view of every coordinator table, in verdict order. A probe verdict's table shows the probes'

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "adaptive/types.h"
 #include "common/settings.h"
@@ -68,6 +69,9 @@ bool addEvent(const json& e, logev::EventKind kind, LogSummary* s) {
   using logev::EventKind;
   const logev::Envelope env = e.get<logev::Envelope>();
   const int64_t pid = env.pid;
+  const std::optional<int64_t> ms = tsMillis(env.ts);
+  if (ms && (!s->firstMs || *ms < *s->firstMs)) s->firstMs = *ms, s->firstTs = env.ts;
+  if (ms && (!s->lastMs || *ms > *s->lastMs)) s->lastMs = *ms, s->lastTs = env.ts;
   switch (kind) {
     case EventKind::PluginStart: {
       const auto x = e.get<logev::PluginStart>();
@@ -133,6 +137,15 @@ bool addEvent(const json& e, logev::EventKind kind, LogSummary* s) {
         o.p50Sum += r.p50Us * static_cast<double>(r.count);
         o.busBwSum += r.busBwGBs * static_cast<double>(r.count);
         o.p99Max = std::max(o.p99Max, r.p99Us);
+        BandwidthSeries& b = c.bandwidth[{collOrder(r.coll), r.bucket}];
+        b.coll = r.coll, b.bucket = r.bucket, b.count += r.count;
+        b.minBytes = std::min(b.minBytes, r.minBytes);
+        b.maxBytes = std::max(b.maxBytes, r.maxBytes);
+        if (ms) {
+          BandwidthPoint& pt = b.bySecond[*ms / 1000];
+          pt.busBwSum += r.busBwGBs * static_cast<double>(r.count);
+          pt.count += r.count;
+        }
       }
       c.drops.pool += x.drops.pool;
       c.drops.ring += x.drops.ring;
@@ -143,7 +156,7 @@ bool addEvent(const json& e, logev::EventKind kind, LogSummary* s) {
     case EventKind::CommFinalize: {
       const auto x = e.get<logev::CommFinalize>();
       commOf(s, x.comm).finalizes.push_back({x.face, pid, x.rank.value_or(-1), x.collectives, x.applied.value_or(0),
-                                             x.kept.value_or(0), x.samples.value_or(0)});
+                                             x.kept.value_or(0), x.samples.value_or(0), x.waitedUs.value_or(0)});
       break;
     }
     case EventKind::RailShift: {
@@ -155,13 +168,34 @@ bool addEvent(const json& e, logev::EventKind kind, LogSummary* s) {
       s->railShifts.push_back(std::move(r));
       break;
     }
-    case EventKind::LinkHealth:
+    case EventKind::LinkHealth: {
+      const auto x = e.get<logev::LinkHealth>();
+      if (!ms) break;  // a state without a time cannot be placed
+      for (const logev::LinkEntry& l : x.links) {
+        LogLinkTrack& t = s->links[{pid, l.kind, l.id}];
+        t.pid = pid, t.kind = l.kind, t.id = l.id;
+        if (t.states.empty() || t.states.back().second != l.state) t.states.emplace_back(*ms, l.state);
+        t.lastSeenMs = std::max(t.lastSeenMs, *ms);
+        if (l.reason && !l.reason->empty()) t.reason = *l.reason;
+      }
+      break;
+    }
+    case EventKind::Control: {
+      const auto x = e.get<logev::Control>();
+      if (x.level != "warn") break;
+      if (s->controlWarnings.size() < kMaxControlWarnings) s->controlWarnings.push_back({pid, env.ts, x.message});
+      ++s->controlWarningCount;
+      break;
+    }
+    case EventKind::Verdict: {
+      const auto x = e.get<logev::Verdict>();
+      ++commOf(s, x.comm).verdictsReceived;
+      break;
+    }
     case EventKind::NetPaths:
     case EventKind::CuptiKernels:
     case EventKind::Collectors:
-    case EventKind::Control:
     case EventKind::ControlStart:
-    case EventKind::Verdict:
     case EventKind::WiringPrior:
       // Known, not summarised here: `wirewise log` prints them as they are.
       break;
@@ -169,6 +203,17 @@ bool addEvent(const json& e, logev::EventKind kind, LogSummary* s) {
       return false;
   }
   return true;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil): timegm without
+// the process's time zone or locale.
+int64_t daysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
 }
 
 json optJson(const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); }
@@ -236,8 +281,9 @@ std::string coordinatorText(const CommSummary& c) {
     out += "  the coordinator's committed tables as they changed (probes left out: see explore):\n";
   for (const auto& ch : history) {
     const CommittedTable& t = ch.table;
-    out += fmt::format("  verdict index {}, collective {}: {}{}, digest {}\n", t.index, t.boundary, t.reason,
-                       t.probe ? " (probed sizes at their committed choice)" : "", t.digest);
+    out += fmt::format("  verdict index {}, collective {}: {}{}, digest {}{}\n", t.index, t.boundary, t.reason,
+                       t.probe ? " (probed sizes at their committed choice)" : "", t.digest,
+                       t.ts.empty() ? "" : ", logged " + t.ts);
     for (const auto& coll : ch.colls) {
       bool any = false;
       for (const auto& r : t.ranges)
@@ -271,6 +317,16 @@ std::string coordinatorText(const CommSummary& c) {
 }
 
 }  // namespace
+
+std::optional<int64_t> tsMillis(const std::string& ts) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, ms = 0, n = 0;
+  if (std::sscanf(ts.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &y, &mo, &d, &h, &mi, &sec, &ms, &n) != 7 ||
+      static_cast<size_t>(n) != ts.size() || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+      sec < 0 || sec > 60 || ms < 0)
+    return std::nullopt;
+  const int64_t days = daysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  return ((days * 24 + h) * 60 + mi) * 60000 + sec * 1000 + ms;
+}
 
 std::string railShiftText(const LogRailShift& r) {
   std::string rails;
@@ -445,6 +501,9 @@ std::string foldedText(const std::vector<WriterLine>& lines) {
 std::string summaryText(const LogSummary& s) {
   std::string out = fmt::format("{} lines: {} events, {} malformed, {} of unknown type\n", s.lines, s.events,
                                 s.malformed, s.unknown);
+  if (s.firstMs && s.lastMs)
+    out += fmt::format("wall clock {} to {} ({:.1f} s)\n", s.firstTs, s.lastTs,
+                       static_cast<double>(*s.lastMs - *s.firstMs) / 1000);
   std::vector<WriterLine> procs;
   for (const auto& p : s.processes) {
     const std::string host = p.host.empty() ? "?" : p.host;

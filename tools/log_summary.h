@@ -81,6 +81,21 @@ struct LogFinalize {
   std::string face;
   int64_t pid = 0, rank = -1;
   uint64_t collectives = 0, applied = 0, kept = 0, samples = 0;
+  uint64_t waitedUs = 0;  // tuner face with agreement: getCollInfo's waits for verdicts
+};
+
+// Bus bandwidth of one (coll, bucket) over wall-clock time, from the "summary" events: the intervals of every
+// rank that end in the same second add into one point, weighted by their counts.
+struct BandwidthPoint {
+  double busBwSum = 0;  // each interval's value times its count
+  uint64_t count = 0;
+  double busBwGBs() const { return count ? busBwSum / static_cast<double>(count) : 0; }
+};
+struct BandwidthSeries {
+  std::string coll;
+  int64_t bucket = 0;
+  uint64_t minBytes = UINT64_MAX, maxBytes = 0, count = 0;
+  std::map<int64_t, BandwidthPoint> bySecond;  // key: Unix time of the summary's `ts`, in seconds
 };
 
 struct CommSummary {
@@ -95,6 +110,8 @@ struct CommSummary {
   uint64_t summaries = 0;
   LogDrops drops;
   std::vector<LogFinalize> finalizes;
+  uint64_t verdictsReceived = 0;  // "verdict" events: per process, the verdicts that changed something
+  std::map<std::pair<int, int64_t>, BandwidthSeries> bandwidth;  // key: (collOrder, bucket)
   std::vector<ObservedRow> observed() const;  // sorted by (coll, bucket, algo, proto, channels)
   // key: (coll order, bucket, algo, proto, channels)
   std::map<std::tuple<int, int64_t, std::string, std::string, int64_t>, ObservedRow> rows;
@@ -132,6 +149,22 @@ struct LogRailShift {
 // `rail_shift` in one line: "rail shift, pid 7, conn 2 to 10.0.0.2: eth1 50% -> 9% (...); eth0 91% 1.20 GB/s ...".
 std::string railShiftText(const LogRailShift& r);
 
+// One link's state over wall-clock time, from the "link_health" events of one process: the first state seen
+// and every change after it, so that a day of one-second passes costs a handful of entries.
+struct LogLinkTrack {
+  int64_t pid = 0;
+  std::string kind, id;
+  std::vector<std::pair<int64_t, std::string>> states;  // (Unix ms, state), in log order
+  int64_t lastSeenMs = 0;
+  std::string reason;  // the last reason a rail gave, if any
+};
+
+// A "control" line at level warn: what the control plane had trouble with.
+struct LogControlWarning {
+  int64_t pid = 0;
+  std::string ts, message;
+};
+
 struct LogSummary {
   uint64_t lines = 0, events = 0, malformed = 0, unknown = 0;
   std::vector<uint64_t> malformedLines;  // 1-based line numbers, the first few
@@ -140,7 +173,17 @@ struct LogSummary {
   std::vector<LogProblem> problems;
   std::vector<CommSummary> comms;  // in order of first appearance
   std::vector<LogRailShift> railShifts;  // in input order
+  std::map<std::tuple<int64_t, std::string, std::string>, LogLinkTrack> links;  // key: (pid, kind, id)
+  std::vector<LogControlWarning> controlWarnings;  // the first kMaxControlWarnings, in input order
+  uint64_t controlWarningCount = 0;
+  std::optional<int64_t> firstMs, lastMs;  // the earliest and latest `ts` seen, Unix ms
+  std::string firstTs, lastTs;             // the same as the log spells them
 };
+
+inline constexpr size_t kMaxControlWarnings = 50;
+
+// "2026-01-31T12:34:56.789Z" as Unix milliseconds; nullopt when `ts` is not in the log's format.
+std::optional<int64_t> tsMillis(const std::string& ts);
 
 // Adds every line of `in` to *s. Blank lines are skipped silently. Never throws on bad input. A malformed
 // last line without a newline is also listed in cutLines: the writer was still busy, or died mid-line.

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   wirewise::tools::addSettingsCommand(app);
   wirewise::tools::addDemoCommand(app);
   wirewise::tools::addLogCommand(app);
+  wirewise::tools::addReportCommand(app);
   wirewise::tools::addProbeCommand(app);
   wirewise::tools::addDoctorCommand(app);
 #ifdef WW_HAVE_SIMULATE

@@ -76,6 +76,21 @@ TEST(Settings, PathsExpandTheUserId) {
   EXPECT_EQ(expandSettingPath("a-%u-%%u", env.source(), "h", 1), "a-" + kUid + "-%u");
 }
 
+// One file per rank and job, named by what torchrun, srun or mpirun set; torchrun's default run id "none"
+// names no job and is passed over.
+TEST(Settings, PathsExpandTheLaunchersRankAndJob) {
+  std::vector<std::string> w;
+  FakeEnv torchrun{{{"WIREWISE_LOG", "/logs/%j/rank%r-%h.jsonl"}, {"RANK", "12"}, {"TORCHELASTIC_RUN_ID", "run/7"}}};
+  EXPECT_EQ(read(torchrun, &w).logPath, "/logs/run_7/rank12-node7.jsonl");
+  FakeEnv srun{{{"RANK", ""}, {"SLURM_PROCID", "3"}, {"TORCHELASTIC_RUN_ID", "none"}, {"SLURM_JOB_ID", "4242"}}};
+  EXPECT_EQ(expandSettingPath("%j-%r", srun.source(), "h", 1), "4242-3");
+  FakeEnv mpirun{{{"OMPI_COMM_WORLD_RANK", "5"}, {"PMIX_NAMESPACE", "prterun-x-1@1"}}};
+  EXPECT_EQ(expandSettingPath("%j-%r", mpirun.source(), "h", 1), "prterun-x-1@1-5");
+  FakeEnv none{{}};
+  EXPECT_EQ(expandSettingPath("%j-%r-%%r", none.source(), "h", 1), "nojob-norank-%r");
+  EXPECT_TRUE(w.empty());
+}
+
 // The key file's path is a setting like any other (the file is read, with its checks, by the rendezvous);
 // its path is echoed, never its content.
 TEST(Settings, TheJobKeyFileIsAPath) {
