@@ -6,6 +6,8 @@
 Over README.md, docs/, examples/ and the benchmarks' READMEs:
 - every WIREWISE_* name is a setting (`wirewise settings --format names`) or a CMake option of this project;
 - every relative Markdown link resolves to a file or folder inside the repository;
+- every command `wirewise SUBCOMMAND` (inline code, a shell code block, a script) names a subcommand of the built
+  tool (`wirewise --help`);
 - no text points into the workspace around it (`shared/research`, `shared/scenarios`, `design.md`): a reader of
   the repository cannot open those.
 """
@@ -17,6 +19,10 @@ import sys
 OUTSIDE = re.compile(r"shared/research|shared/scenarios|\.\./shared|\bdesign\.md")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 NAME = re.compile(r"\bWIREWISE_[A-Z0-9_]*[A-Z0-9]\b")
+INLINE_CODE = re.compile(r"`([^`]+)`")
+# `wirewise` as the command word of a command (a path before it allowed), not the word in prose.
+COMMAND = re.compile(r"^(?:[\w.-]*/)*wirewise ([a-z][a-z-]*)")
+SEPARATORS = re.compile(r"&&|\|\||[;|]")
 TEXT_ENDINGS = (".md", ".env", ".conf", ".py", ".json", ".sh")
 
 
@@ -53,12 +59,27 @@ def main():
     settings = set(subprocess.run([binary, "settings", "--format", "names"], check=True, capture_output=True,
                                   text=True).stdout.split())
     known = settings | cmake_options(root)
+    help_text = subprocess.run([binary, "--help"], check=True, capture_output=True, text=True).stdout
+    subcommands = set(re.findall(r"^  ([a-z][a-z-]*) ", help_text.split("Subcommands:")[-1], re.M))
     problems = []
     files = list(doc_files(root))
     for rel in files:
         with open(os.path.join(root, rel), encoding="utf-8") as fh:
             lines = fh.read().splitlines()
+        # Commands: a shell script or env file whole, a Markdown block fenced as sh/bash/shell/console (an
+        # untagged block is output, which may start with "wirewise net: ..."), and inline code.
+        shell = rel.endswith((".sh", ".env"))
+        in_block = False
         for n, line in enumerate(lines, 1):
+            if rel.endswith(".md") and line.lstrip().startswith("```"):
+                in_block = not in_block
+                shell = in_block and line.strip()[3:] in ("sh", "bash", "shell", "console")
+                continue
+            code = [line.split("#")[0]] if shell else [] if in_block else INLINE_CODE.findall(line)
+            for span in code:
+                for sub in (m.group(1) for part in SEPARATORS.split(span) if (m := COMMAND.match(part.strip()))):
+                    if sub not in subcommands:
+                        problems.append(f"{rel}:{n}: `wirewise {sub}`: no such subcommand ({', '.join(sorted(subcommands))})")
             for name in NAME.findall(line):
                 if name not in known:
                     problems.append(f"{rel}:{n}: {name} is neither a setting nor a CMake option")
@@ -77,7 +98,7 @@ def main():
                     problems.append(f"{rel}:{n}: link to {target}: no such file in the repository")
     for p in problems:
         print(p)
-    print(f"{len(files)} files, {len(known)} known names: {len(problems)} problems")
+    print(f"{len(files)} files, {len(known)} known names, {len(subcommands)} subcommands: {len(problems)} problems")
     return 1 if problems else 0
 
 
