@@ -163,24 +163,28 @@ void sizeTicks(Out& out, const SizeAxis& a) {
   }
 }
 
-const char* markerShape(const std::string& kind) {
-  if (kind == "alarm") return "alarm";
-  if (kind == "commit" || kind == "recover" || kind == "calibrated") return "commit";
-  return "other";
+// An adapt event's marker: the detector fired; the table moved to a choice; anything else (hold, revert,
+// deferred, kinds a later schema adds).
+enum class Marker { Alarm, Switch, Other };
+
+Marker markerOf(const std::string& kind) {
+  if (kind == "alarm") return Marker::Alarm;
+  if (kind == "commit" || kind == "recover" || kind == "calibrated") return Marker::Switch;
+  return Marker::Other;
 }
 
 void marker(Out& out, const AdaptEvent& a, double x, double y) {
   std::string tip = fmt::format("{} at collective {} (verdict {}): {}", a.kind, a.boundary, a.index, a.reason);
   if (!a.links.empty()) tip += "\nunhealthy links: " + fmt::format("{}", fmt::join(a.links, "; "));
   const std::string title = fmt::format("<title>{}</title>", esc(tip));
-  const std::string_view shape = markerShape(a.kind);
+  const Marker shape = markerOf(a.kind);
   if (!a.links.empty())  // a fault: a link was unhealthy when the policy decided
     put(out, R"(<circle class="fault" cx="{:.1f}" cy="{:.1f}" r="9" fill="none" stroke="#d23c32" stroke-width="2">{}</circle>)",
         x, y, title);
-  if (shape == "alarm")
+  if (shape == Marker::Alarm)
     put(out, R"(<path class="alarm" d="M{:.1f} {:.1f}l6 10h-12z" fill="#d23c32" stroke="#fff">{}</path>)", x, y - 6,
         title);
-  else if (shape == "commit")
+  else if (shape == Marker::Switch)
     put(out, R"(<circle class="commit" cx="{:.1f}" cy="{:.1f}" r="5" fill="#14532d" stroke="#fff">{}</circle>)", x,
         y, title);
   else
