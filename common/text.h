@@ -22,4 +22,22 @@ inline std::string printableOnly(std::string s, char standIn = '?') {
   return s;
 }
 
+// Text for HTML or SVG (XML), in element content and in quoted attribute values: & < > " and ' as entities
+// (&#39;, which both languages read). Every page and drawing the tools write escapes through this.
+inline std::string markupEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
 }  // namespace wirewise

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "common/text.h"
 #include "common/units.h"
 #include "tools/log_history.h"
 
@@ -43,7 +44,7 @@ th{background:#f3f5f7}td.num{text-align:right;font-variant-numeric:tabular-nums}
 nav{display:flex;flex-wrap:wrap;gap:2px 14px}code{font-size:12.5px}
 )";
 
-std::string esc(std::string_view t) { return htmlEscape(t); }
+std::string esc(std::string_view t) { return markupEscape(t); }
 
 // ---- colours --------------------------------------------------------------------------------------------
 
@@ -510,22 +511,6 @@ void header(Out& out, const LogSummary& s, const ReportOptions& o) {
 }
 
 }  // namespace
-
-std::string htmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
 
 std::string reportHtml(const LogSummary& s, const ReportOptions& o) {
   Out out;

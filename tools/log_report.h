@@ -21,7 +21,4 @@ struct ReportOptions {
 // The page, whole. Everything taken from the log is escaped; the page has no element that loads anything.
 std::string reportHtml(const LogSummary& s, const ReportOptions& o);
 
-// `&`, `<`, `>`, `"` and `'` as character references: text from a log is data, never markup.
-std::string htmlEscape(std::string_view text);
-
 }  // namespace wirewise::tools

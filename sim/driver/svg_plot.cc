@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/text.h"
 #include "sim/driver/driver.h"
 #include "sim/model/truth.h"
 
@@ -17,20 +18,6 @@ constexpr double kW = 1200, kH = 700;
 constexpr double kLeft = 80, kRight = 200, kTop = 60, kBottom = 60;
 constexpr const char* kColors[kNumSimModes] = {"#d62728", "#7f7f7f", "#2ca02c", "#1f77b4"};
 constexpr const char* kDash[kNumSimModes] = {"", "6,4", "2,3", ""};
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 
 std::string num(double v) {
   char b[32];
@@ -78,12 +65,12 @@ std::string plotSvg(const SimResult& r) {
   s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\"700\" viewBox=\"0 0 1200 700\" "
        "font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect x=\"0\" y=\"0\" width=\"1200\" height=\"700\" fill=\"#ffffff\"/>\n";
-  s += "<text x=\"" + num(kLeft) + "\" y=\"28\" font-size=\"18\" font-weight=\"bold\">" + esc(r.scenario) +
+  s += "<text x=\"" + num(kLeft) + "\" y=\"28\" font-size=\"18\" font-weight=\"bold\">" + markupEscape(r.scenario) +
        " (simulated)</text>\n";
   char sub[200];
   std::snprintf(sub, sizeof sub, "per-step communication time; seed %llu, %d ranks, captured gain %.3f",
                 static_cast<unsigned long long>(r.seed), r.ranks, capturedGain(r));
-  s += "<text x=\"" + num(kLeft) + "\" y=\"46\" fill=\"#555555\">" + esc(sub) + "</text>\n";
+  s += "<text x=\"" + num(kLeft) + "\" y=\"46\" fill=\"#555555\">" + markupEscape(sub) + "</text>\n";
 
   // Fault windows first, so the lines draw over them.
   s += "<g id=\"faults\">\n";
@@ -97,7 +84,7 @@ std::string plotSvg(const SimResult& r) {
     if (!ws.empty()) {
       const std::string label = i < r.faults.size() ? r.faults[i].label : "fault";
       s += "<text x=\"" + num(x(ws[0].first) + 3) + "\" y=\"" + num(kTop + 14 + 14 * static_cast<double>(i % 4)) +
-           "\" fill=\"#a05a00\" font-size=\"11\">#" + std::to_string(i) + " " + esc(label) + "</text>\n";
+           "\" fill=\"#a05a00\" font-size=\"11\">#" + std::to_string(i) + " " + markupEscape(label) + "</text>\n";
     }
   }
   s += "</g>\n";

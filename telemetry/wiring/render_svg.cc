@@ -3,26 +3,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/text.h"
 #include "telemetry/wiring/render.h"
 #include "telemetry/wiring/text_util.h"
 
 namespace wirewise::wiring {
 namespace {
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 struct Rgb {
   double r, g, b;
@@ -72,7 +58,7 @@ std::string heatmapSvg(const WiringMap& map, const Analysis& a) {
        "\" fill=\"#ffffff\"/>\n";
   std::string title = "wirewise wiring map" + (map.host.empty() ? "" : ": " + map.host) + ", " + std::to_string(n) +
                       " GPU(s)" + (map.time.empty() ? "" : ", " + map.time);
-  s += "<text class=\"title\" x=\"12\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" + escape(title) + "</text>\n";
+  s += "<text class=\"title\" x=\"12\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" + markupEscape(title) + "</text>\n";
   s += "<text x=\"12\" y=\"42\">unidirectional GB/s, row = source, column = destination; colour = fraction of "
        "nominal; diagonal = self copy vs memory bandwidth</text>\n";
   s += "<text x=\"" + std::to_string(kLeft) + "\" y=\"" + std::to_string(kTop - 26) +
@@ -82,10 +68,10 @@ std::string heatmapSvg(const WiringMap& map, const Analysis& a) {
     const GpuInfo& g = map.gpus[i];
     const std::string label = "gpu" + std::to_string(g.index);
     s += "<text class=\"col-label\" x=\"" + std::to_string(kLeft + i * kCellW + kCellW / 2) + "\" y=\"" +
-         std::to_string(kTop - 8) + "\" text-anchor=\"middle\" font-weight=\"bold\">" + escape(label) + "</text>\n";
+         std::to_string(kTop - 8) + "\" text-anchor=\"middle\" font-weight=\"bold\">" + markupEscape(label) + "</text>\n";
     s += "<text class=\"row-label\" x=\"" + std::to_string(kLeft - 8) + "\" y=\"" +
          std::to_string(kTop + i * kCellH + kCellH / 2 + 4) + "\" text-anchor=\"end\" font-weight=\"bold\">" +
-         escape(label) + "</text>\n";
+         markupEscape(label) + "</text>\n";
   }
 
   for (int i = 0; i < n; ++i) {
@@ -134,10 +120,10 @@ std::string heatmapSvg(const WiringMap& map, const Analysis& a) {
       s += flagged ? " stroke=\"" + std::string(kFlagStroke) + "\" stroke-width=\"3\"" : " stroke=\"#ffffff\"";
       s += "/>\n";
       s += "<text x=\"" + std::to_string(x + kCellW / 2) + "\" y=\"" + std::to_string(y + 22) +
-           "\" text-anchor=\"middle\" fill=\"" + textFill + "\">" + escape(line1) + "</text>\n";
+           "\" text-anchor=\"middle\" fill=\"" + textFill + "\">" + markupEscape(line1) + "</text>\n";
       if (!line2.empty()) {
         s += "<text x=\"" + std::to_string(x + kCellW / 2) + "\" y=\"" + std::to_string(y + 38) +
-             "\" text-anchor=\"middle\" font-size=\"10\" fill=\"" + textFill + "\">" + escape(line2) + "</text>\n";
+             "\" text-anchor=\"middle\" font-size=\"10\" fill=\"" + textFill + "\">" + markupEscape(line2) + "</text>\n";
       }
     }
   }
@@ -163,11 +149,11 @@ std::string heatmapSvg(const WiringMap& map, const Analysis& a) {
        std::to_string(a.flags.size()) + "</text>\n";
   for (const Flag& f : a.flags) {
     s += "<text class=\"flag\" x=\"12\" y=\"" + std::to_string(y) + "\" fill=\"" + kFlagStroke + "\">" +
-         escape("[" + std::string(flagKindName(f.kind)) + "] " + f.text) + "</text>\n";
+         markupEscape("[" + std::string(flagKindName(f.kind)) + "] " + f.text) + "</text>\n";
     y += 18;
   }
   for (const std::string& note : map.notes) {
-    s += "<text class=\"note\" x=\"12\" y=\"" + std::to_string(y) + "\">" + escape("note: " + note) + "</text>\n";
+    s += "<text class=\"note\" x=\"12\" y=\"" + std::to_string(y) + "\">" + markupEscape("note: " + note) + "</text>\n";
     y += 18;
   }
   s += "</svg>\n";

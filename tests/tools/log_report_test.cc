@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/text.h"
 #include "tests/tools/cli_runner.h"
 #include "tools/log_report.h"
 #include "tools/log_summary.h"
@@ -172,8 +173,8 @@ TEST(LogReport, AnEmptyLogStillMakesAPageThatSaysSo) {
 }
 
 TEST(LogReport, HtmlEscapeLeavesNoMarkup) {
-  EXPECT_EQ(htmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
-  EXPECT_EQ(htmlEscape("µs ok"), "µs ok");
+  EXPECT_EQ(markupEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+  EXPECT_EQ(markupEscape("µs ok"), "µs ok");
 }
 
 TEST(LogReportCli, WritesThePageAndFailsClearlyWhenItCannot) {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -25,7 +26,9 @@ bool wellFormed(const std::string& s, std::string* why) {
       if (s[i] == '&') {
         const size_t semi = s.find(';', i);
         const std::string ent = semi == std::string::npos ? "" : s.substr(i, semi - i + 1);
-        if (ent != "&amp;" && ent != "&lt;" && ent != "&gt;" && ent != "&quot;" && ent != "&apos;")
+        const bool numeric = ent.size() > 3 && ent[1] == '#' &&
+                             std::all_of(ent.begin() + 2, ent.end() - 1, [](char c) { return c >= '0' && c <= '9'; });
+        if (ent != "&amp;" && ent != "&lt;" && ent != "&gt;" && ent != "&quot;" && ent != "&apos;" && !numeric)
           return fail("bad entity");
       }
       if (stack.empty() && !std::isspace(static_cast<unsigned char>(s[i]))) return fail("text outside the root");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cctype>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,6 +63,12 @@ class MiniXml {
     while (i_ < s_.size() && nameChar(s_[i_])) ++i_;
     return s_.substr(start, i_ - start);
   }
+  // "#39" or "#x27": the character when it is ASCII, else '?' (this reader keeps bytes, not code points).
+  static char numericRef(const std::string& ent) {
+    const bool hex = ent.size() > 2 && (ent[1] == 'x' || ent[1] == 'X');
+    const long v = std::strtol(ent.c_str() + (hex ? 2 : 1), nullptr, hex ? 16 : 10);
+    return v > 0 && v < 128 ? static_cast<char>(v) : '?';
+  }
   // Character data up to `stop`, with entities resolved; false on a bare '&' or '<'.
   bool chars(char stop, std::string* out) {
     while (i_ < s_.size() && s_[i_] != stop) {
@@ -74,7 +81,7 @@ class MiniXml {
         static const std::map<std::string, char> kEntities = {
             {"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
         if (auto it = kEntities.find(ent); it != kEntities.end()) out->push_back(it->second);
-        else if (ent.size() > 1 && ent[0] == '#') out->push_back('?');
+        else if (ent.size() > 1 && ent[0] == '#') out->push_back(numericRef(ent));
         else return false;
         i_ = semi + 1;
         continue;
