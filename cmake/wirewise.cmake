@@ -1,6 +1,6 @@
 # Shared compile settings and the helpers every folder uses to declare its targets the same way.
 
-set(WW_WARNINGS -Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wformat=2)
+set(WW_WARNINGS -Wall -Wextra -Wshadow $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor> -Wformat=2)
 if(WIREWISE_WERROR)
   list(APPEND WW_WARNINGS -Werror)
 endif()

@@ -47,6 +47,12 @@ const SettingSpec kSpecs[] = {
      "included; beyond it profiler events are dropped and counted"},
     {"WIREWISE_LOG_QUEUE", IntRow{&Settings::logQueue, 16, 1 << 20},
      "adaptation-log lines held in memory while the writer catches up; beyond it lines are dropped and counted"},
+    {"WIREWISE_LOG_MAX_MB", IntRow{&Settings::logMaxMb, 1, 1 << 20, true},
+     "size at which the adaptation log is rotated, in MiB (`0`: never): the file becomes `NAME.1.jsonl` (the one "
+     "before it `NAME.2.jsonl`, and so on) and a new one is started; a process keeps at most "
+     "(`WIREWISE_LOG_KEEP` + 1) files of this size ([adaptation-log.md](adaptation-log.md#rotation))"},
+    {"WIREWISE_LOG_KEEP", IntRow{&Settings::logKeep, 1, 1000},
+     "rotated adaptation-log files kept beside the one being written; the oldest goes first"},
     {"WIREWISE_SYNC", EnumRow<SyncMode>{&Settings::sync, kSyncModes},
      "agreement across ranks through the coordinator ([control-plane.md](control-plane.md)), on by default: every "
      "rank switches tables at the same collective, and no rank ever waits for a member that has not joined. "
@@ -140,6 +146,14 @@ const SettingSpec kSpecs[] = {
      "network-path telemetry ([telemetry.md](telemetry.md#profiler-events)): asks NCCL for ProxyOp/ProxyStep "
      "profiler events and logs per (channel, peer, direction) bytes, rates and wait states as `net_paths`; off by "
      "default because it adds about 5 callbacks per network transfer on NCCL's proxy thread"},
+    {"WIREWISE_PROFILER_CHAIN",
+     TextRow{&Settings::profilerChain, TextKind::Text, nullptr, "(off)",
+             "a name (`libnccl-profiler-NAME.so`), a library file name or a path, or 'none'", false, true},
+     "a second profiler plugin, opened as NCCL opens `NCCL_PROFILER_PLUGIN`, to which wirewise forwards every "
+     "event it asks for, with its own handles: NCCL loads only one profiler, so this keeps NCCL Inspector or "
+     "another profiler beside wirewise ([telemetry.md](telemetry.md#chaining-a-second-profiler)). It must export "
+     "the profiler version NCCL uses with wirewise; one that cannot be opened, has another version or fails its "
+     "init is one WARN and wirewise goes on alone"},
     {"WIREWISE_WIRING",
      TextRow{&Settings::wiring, TextKind::Path, nullptr, "(none)", "a file; %h expands to the host name", true},
      "wiring map written by `wirewise probe` ([wiring.md](wiring.md)) for this host: its GPU pairs join the "
@@ -147,6 +161,16 @@ const SettingSpec kSpecs[] = {
      "from the first boundary report, so the policy names them and is already suspicious. A map whose `host` is "
      "not this host is ignored with a WARN (use `%h` for one file per host); an unreadable map is a WARN and no "
      "prior"},
+    {"WIREWISE_PROMETHEUS_DIR",
+     TextRow{&Settings::prometheusDir, TextKind::Path, nullptr, "(off)", "a directory; %h, %p, %r, %j, %u expand", true,
+             true},
+     "Prometheus metrics as a node_exporter textfile ([prometheus.md](prometheus.md)): one `wirewise-<host>-<pid>.prom` "
+     "file per process in this directory, rewritten (by rename) every `WIREWISE_SUMMARY_MS` and at exit. Missing "
+     "directories are created 0700; the file is readable by all (the textfile collector runs as another user)"},
+    {"WIREWISE_PROMETHEUS_PORT", IntRow{&Settings::prometheusPort, 1024, 65535, true},
+     "Prometheus metrics over HTTP ([prometheus.md](prometheus.md)): each process serves `GET /metrics` on this port "
+     "plus its local rank (`LOCAL_RANK`, `SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`), on every address; `0` turns "
+     "it off. A port in use is one WARN and no endpoint"},
     {"WIREWISE_SYSFS_ROOT", TextRow{&Settings::sysfsRoot, TextKind::Path, "/sys", nullptr, "a directory"},
      "where the link collectors read sysfs (containers that mount the host's sysfs elsewhere; tests)"},
 };

@@ -67,6 +67,8 @@ struct Settings {
   int64_t summaryMs = 10000;
   int64_t eventPool = 1024;
   int64_t logQueue = 8192;
+  int64_t logMaxMb = 64;  // 0: never rotate
+  int64_t logKeep = 3;
   SyncMode sync = SyncMode::On;
   std::string coordinator;  // host:port as given; control/rendezvous parses it
   Secret jobKey;
@@ -91,8 +93,11 @@ struct Settings {
   int64_t collectMs = 1000;  // 0: no link collectors
   bool cupti = false;
   bool netPaths = false;
+  std::string profilerChain;  // "" = no second profiler plugin
   std::string wiring;  // after reading: %h/%p expanded; "" = no wiring prior
   std::string sysfsRoot = "/sys";
+  std::string prometheusDir;  // after reading: expanded; "" = no textfile output
+  int64_t prometheusPort = 0;  // 0: no /metrics endpoint; else the base port, plus the local rank
 };
 
 // ---- The table's row types: one per kind of value -------------------------------------------------------

@@ -5,6 +5,7 @@
 #include "adaptive/types.h"
 #include "common/nccl/profiler.h"
 #include "common/nccl/tuner.h"
+#include "plugin/profiler_chain_shim.h"
 #include "runtime/profiler_core.h"
 #include "runtime/tuner_core.h"
 
@@ -136,6 +137,13 @@ template <typename Descr>
   return ncclSuccess;
 }
 
+template <typename Descr>
+ncclResult_t startOwnEvent(void* context, void** eHandle, Descr* d) {
+  if (d->type == ncclProfileColl) return startCollEvent(context, eHandle, d);
+  if (d->type == ncclProfileKernelCh) return startKernelChEvent(context, eHandle, d);
+  return startOtherEvent(context, eHandle, d);
+}
+
 // NCCL ignores the return values; success regardless.
 template <typename Descr>
 ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
@@ -144,9 +152,11 @@ ncclResult_t startEvent(void* context, void** eHandle, Descr* d) {
     *eHandle = nullptr;
     return ncclSuccess;
   }
-  if (d->type == ncclProfileColl) return startCollEvent(context, eHandle, d);
-  if (d->type == ncclProfileKernelCh) return startKernelChEvent(context, eHandle, d);
-  return startOtherEvent(context, eHandle, d);
+  // A chained comm (WIREWISE_PROFILER_CHAIN) is told by its context's low bit: with chaining off, this
+  // test is all it costs.
+  if (chain::isChained(context)) [[unlikely]]
+    return startChainedEvent(context, eHandle, d);
+  return startOwnEvent(context, eHandle, d);
 }
 
 inline ncclResult_t stopEvent(void* eHandle) {
@@ -165,7 +175,7 @@ inline ncclResult_t recordEventState(void* eHandle, ncclProfilerEventState_t eSt
     else if (eState == ncclProfilerProxyStepSendWait || eState == ncclProfilerProxyStepRecvFlushWait)
       arg = eStateArgs->proxyStep.transSize;
   }
-  profilerRecordState(eHandle, static_cast<int>(eState), arg);
+  profilerRecordState(eHandle, static_cast<int>(eState), eStateArgs, arg);
   return ncclSuccess;
 }
 

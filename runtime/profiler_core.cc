@@ -12,6 +12,7 @@
 #include "common/log_events.h"
 #include "common/units.h"
 #include "runtime/log.h"
+#include "runtime/profiler_chain.h"
 #include "runtime/runtime.h"
 #include "telemetry/event_sink.h"
 #include "telemetry/launch_ring.h"
@@ -51,15 +52,26 @@ uint64_t nowNs() noexcept {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-bool isProxyHandle(const SlotHead* h) { return (h->type & (kEvProxyOp | kEvProxyStep)) != 0; }
-
-// The proxy events' stop and record, kept out of line: inlined, their clock read made every
-// Coll/KernelCh stop and record save and restore five more registers.
-[[gnu::noinline]] void stopProxyEvent(const SlotHead* h, void* handle) noexcept {
-  static_cast<ProxySink*>(h->owner)->stop(handle, nowNs());
+// The handles whose stop and record depend on their slot's type: the proxy sink's and the chain's. One
+// mask test, so that chaining costs the Coll's stop nothing when off.
+bool isRoutedByType(const SlotHead* h) {
+  return (h->type & (kEvProxyOp | kEvProxyStep | chain::kChainSlotType)) != 0;
 }
-[[gnu::noinline]] void recordProxyState(const SlotHead* h, void* handle, int state, uint64_t arg) noexcept {
-  if (proxyStateIndex(state) >= 0) static_cast<ProxySink*>(h->owner)->recordState(handle, state, arg, nowNs());
+
+// The proxy events' and chain slots' stop and record, kept out of line: inlined, the proxy's clock read
+// made every Coll/KernelCh stop and record save and restore five more registers.
+[[gnu::noinline]] void stopRoutedEvent(const SlotHead* h, void* handle) noexcept {
+  if (h->type == chain::kChainSlotType)
+    chain::stopChained(handle);
+  else
+    static_cast<ProxySink*>(h->owner)->stop(handle, nowNs());
+}
+[[gnu::noinline]] void recordRoutedState(const SlotHead* h, void* handle, int state, uint64_t arg,
+                                         void* rawArgs) noexcept {
+  if (h->type == chain::kChainSlotType)
+    chain::recordChained(handle, state, arg, rawArgs);
+  else if (proxyStateIndex(state) >= 0)
+    static_cast<ProxySink*>(h->owner)->recordState(handle, state, arg, nowNs());
 }
 
 // NCCL's commName is the application's string (ncclConfig_t.commName), or null: kept to a bounded length so
@@ -94,10 +106,17 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
     auto comm = std::make_unique<CommProfiler>(args, static_cast<size_t>(rt->settings().eventPool), netPaths,
                                                launchRing);
     comm->ceFace = args.abiVersion >= 6;
+    const uint64_t ours = profilerActivationMask(netPaths, launchRing != nullptr, comm->ceFace);
+    // WIREWISE_PROFILER_CHAIN: the second plugin's init for this comm, with its own mask (null: not chained).
+    uint64_t theirs = 0;
+    std::unique_ptr<chain::ChainComm> chained =
+        chain::openChain(rt->settings().profilerChain, args, comm.get(), ours,
+                         2 * static_cast<size_t>(rt->settings().eventPool), &theirs);
     // The mask is one process-global int that NCCL reads on every event; every comm wants the same
     // value (settings are read once per process), so it is written only when it differs (in practice
-    // by the first init), never cleared. Only what we consume: NCCL does not pay for events we drop.
-    const int want = static_cast<int>(profilerActivationMask(netPaths, launchRing != nullptr, comm->ceFace));
+    // by the first init), never cleared. Only what we and a chained plugin consume: NCCL does not pay
+    // for events nobody takes.
+    const int want = static_cast<int>(ours | theirs);
     if (args.activationMask != nullptr && __atomic_load_n(args.activationMask, __ATOMIC_RELAXED) != want)
       __atomic_store_n(args.activationMask, want, __ATOMIC_RELAXED);
     rt->event(logev::CommInit{.comm = hexId(args.commId),
@@ -108,7 +127,8 @@ ncclResult_t profilerInit(const ProfilerInitArgs& args, void** context) noexcept
                               .rank = args.rank,
                               .commName = commNameOf(args.commName)});
     rt->addSink(&comm->events, comm->proxy.get());
-    *context = comm.release();
+    CommProfiler* own = comm.release();
+    *context = chained != nullptr ? chain::contextOf(std::move(chained)) : own;
     rt.keep();  // the comm's reference, given back at finalize
   } catch (const std::exception& e) {
     WW_WARN(NCCL_INIT | NCCL_PROFILE, "profiler init failed (%s); continuing without measurements", e.what());
@@ -164,22 +184,24 @@ void profilerStopEvent(void* handle) noexcept {
   const SlotHead* h = slot_tag::headOf(handle);
   if (slot_tag::subOf(handle) != 0)
     static_cast<EventSink*>(h->owner)->stopOwn(handle);
-  else if (isProxyHandle(h))
-    stopProxyEvent(h, handle);
+  else if (isRoutedByType(h))
+    stopRoutedEvent(h, handle);
   // else a Coll: its stop only means "enqueued" and is not waited for (telemetry/event_sink.h)
 }
 
-void profilerRecordState(void* handle, int state, uint64_t arg) noexcept {
+void profilerRecordState(void* handle, int state, void* rawArgs, uint64_t arg) noexcept {
   if (handle == nullptr) return;
-  if (state == kStateKernelChStop) {
-    EventSink::recordStopOwn(handle, arg);  // ignores a handle without a sub-index
+  if (state == kStateKernelChStop && slot_tag::subOf(handle) != 0) {
+    EventSink::recordStopOwn(handle, arg);
   } else {
+    // A chained KernelCh's handle is a chain slot's, without a sub-index.
     const SlotHead* h = slot_tag::headOf(handle);
-    if (isProxyHandle(h)) recordProxyState(h, handle, state, arg);
+    if (isRoutedByType(h)) recordRoutedState(h, handle, state, arg, rawArgs);
   }
 }
 
 ncclResult_t profilerFinalize(void* context) noexcept {
+  if (chain::isChained(context)) context = chain::finalizeChain(context);  // the chained plugin's first
   auto* comm = static_cast<CommProfiler*>(context);
   if (comm == nullptr) return ncclSuccess;
   RuntimeRef atInit = RuntimeRef::adopt();  // the reference taken at init: released last, after the comm goes

@@ -4,7 +4,9 @@
 // Per communicator the context holds an EventSink (Coll + KernelCh: collective durations) and a
 // ProxySink (ProxyOp + ProxyStep: network paths). stopEvent and recordEventState carry no context:
 // the handle's slot head names its type and sink. Proxy events are routed without touching the
-// context unless they are a ProxyOp of this process (PXN: telemetry/proxy_sink.h).
+// context unless they are a ProxyOp of this process (PXN: telemetry/proxy_sink.h). With
+// WIREWISE_PROFILER_CHAIN a second plugin gets the events it asks for (runtime/profiler_chain.h): a chained
+// comm's context and the handles both plugins track are the chain's, everything else is as without it.
 #pragma once
 
 #include <cstddef>
@@ -38,8 +40,10 @@ void* profilerStartColl(void* context, const CollStart& ev) noexcept;
 void* profilerStartKernelCh(void* context, const ChannelStart& ev) noexcept;
 void profilerStopEvent(void* handle) noexcept;
 // state: ncclProfilerEventState_t value; arg: the state's 8-byte argument (KernelChStop: the GPU stop
-// time; ProxyStep SendWait/RecvFlushWait: transSize), 0 if none given.
-void profilerRecordState(void* handle, int state, uint64_t arg) noexcept;
+// time; ProxyStep SendWait/RecvFlushWait: transSize), 0 if none given; rawArgs: NCCL's state arguments as
+// given (may be null), passed unread to a chained plugin (runtime/profiler_chain.h); before arg, in the
+// register NCCL passed it in, so that the shims need not move it.
+void profilerRecordState(void* handle, int state, void* rawArgs, uint64_t arg) noexcept;
 ncclResult_t profilerFinalize(void* context) noexcept;
 
 }  // namespace wirewise

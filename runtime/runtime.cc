@@ -10,6 +10,9 @@
 #include "control/control_plane.h"
 #include "runtime/control_wiring.h"
 #include "runtime/log.h"
+#include "runtime/metrics.h"
+#include "runtime/metrics_http.h"
+#include "runtime/metrics_textfile.h"
 #include "runtime/sink_tracker.h"
 #include "telemetry/collectors/collector_set.h"
 #include "telemetry/launch_ring.h"
@@ -82,7 +85,9 @@ Runtime::Runtime(const EnvSource& env, std::optional<logev::Face> by) : host_(ho
   // may be a shared one (a project's log directory); its file is still checked.
   const char* logSetting = env(settingName(&Settings::logPath));
   const bool defaultLog = logSetting == nullptr || *logSetting == '\0';
-  log_ = std::make_unique<AdaptationLog>(settings_.logPath, static_cast<size_t>(settings_.logQueue), defaultLog);
+  const LogRotation rotation{static_cast<uint64_t>(settings_.logMaxMb) << 20, static_cast<int>(settings_.logKeep)};
+  log_ = std::make_unique<AdaptationLog>(settings_.logPath, static_cast<size_t>(settings_.logQueue), defaultLog,
+                                         rotation);
   if (!settings_.logPath.empty() && !log_->ok())
     WW_WARN(NCCL_INIT, "the adaptation log is off: %s (or set %s to another path, or to 'none')", log_->error().c_str(),
             settingName(&Settings::logPath));
@@ -93,7 +98,8 @@ Runtime::Runtime(const EnvSource& env, std::optional<logev::Face> by) : host_(ho
   start.host = host_;
   start.settings = settingsEcho(settings_).get<std::map<std::string, std::string>>();
   if (by) start.profilerFace = *by == logev::Face::Profiler;
-  log_->post(start);
+  if (settings_.prometheusPort > 0 || !settings_.prometheusDir.empty()) startMetrics(env);
+  event(start);
   WW_INFO(NCCL_INIT, "version %s, mode %s, log %s", WIREWISE_VERSION, std::string(enumName(settings_.mode)).c_str(),
           settings_.logPath.empty() || !log_->ok() ? "disabled" : settings_.logPath.c_str());
   const PostFn post = [this](nlohmann::json ev) { event(std::move(ev)); };
@@ -149,6 +155,54 @@ void Runtime::startSampler(const EnvSource& env) {
   }
 }
 
+void Runtime::startMetrics(const EnvSource& env) {
+  try {
+    metrics_ = std::make_unique<Metrics>();
+    Metrics* m = metrics_.get();
+    const auto render = [m] { return m->render(); };
+    if (settings_.prometheusPort > 0) {
+      const int local = launcherLocalRank(env).value_or(0);
+      const int64_t port = settings_.prometheusPort + local;
+      const char* name = settingName(&Settings::prometheusPort);
+      std::string problem = "port " + std::to_string(port) + " is past 65535";
+      http_ = std::make_unique<MetricsHttp>(render);
+      if (port > 65535 || !http_->start(static_cast<uint16_t>(port), &problem)) {
+        http_.reset();
+        WW_WARN(NCCL_INIT | NCCL_ENV,
+                "the Prometheus endpoint is off: %s (%s=%lld plus local rank %d); set %s to a base port that is "
+                "free for every local rank of this node, or to 0",
+                problem.c_str(), name, static_cast<long long>(settings_.prometheusPort), local, name);
+      } else {
+        WW_INFO(NCCL_INIT, "Prometheus metrics on http://*:%u/metrics", static_cast<unsigned>(http_->port()));
+      }
+    }
+    if (!settings_.prometheusDir.empty()) {
+      const auto warn = [](const std::string& p) { WW_WARN(NCCL_INIT, "Prometheus textfile: %s", p.c_str()); };
+      textfile_ = std::make_unique<MetricsTextfile>(render, warn, settings_.prometheusDir, host_,
+                                                    static_cast<long>(getpid()),
+                                                    std::chrono::milliseconds(settings_.summaryMs));
+      std::string problem;
+      if (!textfile_->start(&problem)) {
+        textfile_.reset();
+        WW_WARN(NCCL_INIT | NCCL_ENV, "the Prometheus textfile is off: %s (or set %s to another directory)",
+                problem.c_str(), settingName(&Settings::prometheusDir));
+      }
+    }
+  } catch (...) {
+    // Memory or threads ran out: the job runs on without metrics, never fails for them.
+    textfile_.reset();
+    http_.reset();
+    WW_WARN(NCCL_INIT, "Prometheus metrics could not start (out of memory or threads); continuing without them");
+  }
+  // No output runs: nothing would ever read the metrics, so no event pays for them.
+  if (!textfile_ && !http_) metrics_.reset();
+}
+
+void Runtime::event(nlohmann::json ev) {
+  if (metrics_) metrics_->observe(ev);
+  log_->post(std::move(ev));
+}
+
 control::ControlPlane* Runtime::controlPlane() { return control_->plane(); }
 
 void Runtime::addSink(EventSink* sink, const ProxySink* proxy) { sinks_->add(sink, proxy); }
@@ -166,6 +220,9 @@ void Runtime::stopThread() {
   control_->stop();
   sinks_->stop();
   if (sampler_) sampler_->stop();
+  // Last: the final summaries above are in the metrics, and the textfile's last version has them.
+  if (http_) http_->stop();
+  if (textfile_) textfile_->stop();
 }
 
 RuntimeRef RuntimeRef::acquire(const EnvSource& env, std::optional<logev::Face> by) {

@@ -29,6 +29,9 @@ namespace wirewise {
 
 class ControlWiring;
 class LaunchRing;
+class Metrics;
+class MetricsHttp;
+class MetricsTextfile;
 class ProxySink;
 class SinkTracker;
 namespace control {
@@ -49,7 +52,8 @@ class Runtime {
   const Settings& settings() const { return settings_; }
   const ParsedConfig& config() const { return config_; }
   const std::string& host() const { return host_; }
-  void event(nlohmann::json ev) { log_->post(std::move(ev)); }
+  // Every part's events: the Prometheus metrics see each (when an output is on), then the log gets it.
+  void event(nlohmann::json ev);
   void flushLog() { log_->flush(); }
 
   // Profiler sinks whose samples the sink tracker aggregates into "summary" events, and the comm's
@@ -89,6 +93,7 @@ class Runtime {
  private:
   Runtime(const EnvSource& env, std::optional<logev::Face> by);
   void startSampler(const EnvSource& env);
+  void startMetrics(const EnvSource& env);
 
   Settings settings_;
   std::string host_;
@@ -98,6 +103,11 @@ class Runtime {
   // Declared in lifetime order: the parts post to the log, so it is destroyed after them; launches_
   // outlives the CUPTI collector that the sampler owns.
   std::unique_ptr<AdaptationLog> log_;
+  // Null unless a Prometheus output runs (docs/prometheus.md). The exporters read metrics_ from their
+  // threads, so they go first; the parts below post into it, so it outlives them.
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<MetricsTextfile> textfile_;
+  std::unique_ptr<MetricsHttp> http_;
   std::unique_ptr<SinkTracker> sinks_;
   std::unique_ptr<ControlWiring> control_;
   std::unique_ptr<LaunchRing> launches_;

@@ -4,11 +4,15 @@
 // `wirewise report FILE... [-o report.html]`: the same logs as one self-contained HTML page (log_report.h).
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "adaptive/types.h"
 #include "common/units.h"
@@ -36,11 +40,30 @@ struct ExplainOptions {
   bool json = false;
 };
 
-// Reads every file into *s. Malformed lines get a warning on stderr; a last line cut short (the writer was
+// The wall-clock time of a file's first line ("" when it has none): files are read oldest first, so that a
+// process's rotated files (h-7.2.jsonl, h-7.1.jsonl, h-7.jsonl, in whatever order a glob lists them) are
+// read in the order they were written.
+std::string firstTs(const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  const auto j = nlohmann::json::parse(line, nullptr, false);
+  return j.is_object() && j.contains("ts") && j["ts"].is_string() ? j["ts"].get<std::string>() : "";
+}
+
+std::vector<std::string> oldestFirst(std::vector<std::string> files) {
+  std::vector<std::pair<std::string, std::string>> keyed;
+  for (auto& f : files) keyed.emplace_back(firstTs(f), std::move(f));
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < keyed.size(); ++i) files[i] = std::move(keyed[i].second);
+  return files;
+}
+
+// Reads every file into *s, oldest first. Malformed lines get a warning on stderr; a last line cut short (the writer was
 // busy, or died mid-line) gets a note of its own, since that is what a log still being written looks like.
 // Returns false, having said why, when a file cannot be read.
-bool readLogs(const std::vector<std::string>& files, const char* command, LogSummary* s) {
-  for (const auto& file : files) {
+bool readLogs(const std::vector<std::string>& given, const char* command, LogSummary* s) {
+  for (const auto& file : oldestFirst(given)) {
     std::ifstream in(file);
     if (!in) {
       fmt::print(stderr, "wirewise {}: cannot read {}\n", command, file);

@@ -10,6 +10,7 @@
 #include "common/units.h"
 #include "tools/cli_util.h"
 #include "tools/log_history.h"
+#include "tools/log_savings.h"
 
 namespace wirewise::tools {
 namespace {
@@ -129,7 +130,8 @@ bool addEvent(const json& e, logev::EventKind kind, LogSummary* s) {
       CommSummary& c = commOf(s, x.comm);
       ++c.summaries;
       for (const logev::SummaryRow& r : x.rows) {
-        ObservedRow& o = c.rows[{collOrder(r.coll), r.bucket, r.algo, r.proto, r.channels}];
+        RowKey key{collOrder(r.coll), r.bucket, r.algo, r.proto, r.channels};
+        ObservedRow& o = c.rows[key];
         o.coll = r.coll, o.algo = r.algo, o.proto = r.proto, o.bucket = r.bucket, o.channels = r.channels;
         o.count += r.count;
         o.minBytes = std::min(o.minBytes, r.minBytes);
@@ -137,6 +139,7 @@ bool addEvent(const json& e, logev::EventKind kind, LogSummary* s) {
         o.p50Sum += r.p50Us * static_cast<double>(r.count);
         o.busBwSum += r.busBwGBs * static_cast<double>(r.count);
         o.p99Max = std::max(o.p99Max, r.p99Us);
+        c.timedRows.push_back({ms.value_or(-1), c.summaries, std::move(key), r.count, r.p50Us});
         BandwidthSeries& b = c.bandwidth[{collOrder(r.coll), r.bucket}];
         b.coll = r.coll, b.bucket = r.bucket, b.count += r.count;
         b.minBytes = std::min(b.minBytes, r.minBytes);
@@ -425,6 +428,10 @@ nlohmann::json summaryJson(const LogSummary& s) {
                                 {"max_bytes", o.maxBytes}, {"algo", o.algo}, {"proto", o.proto},
                                 {"channels", o.channels}, {"count", o.count}, {"p50_us", o.p50Us()},
                                 {"p99_max_us", o.p99Max}, {"busbw_gbs", o.busBwGBs()}});
+    if (const SavingsEstimate e = estimateSavings(c); e.any() || e.bucketsUnknown > 0)
+      jc["savings"] = {{"saved_us_per_rank", e.savedUs}, {"run_us_per_rank", e.runUs},
+                       {"estimated_run_us_per_rank", e.estimatedRunUs}, {"buckets_estimated", e.bucketsEstimated},
+                       {"buckets_unknown", e.bucketsUnknown}, {"ranks", e.ranks}};
     jc["drops"] = {{"pool", c.drops.pool}, {"ring", c.drops.ring}, {"incomplete", c.drops.incomplete},
                    {"orphan", c.drops.orphan}};
     jc["finalize"] = json::array();
@@ -563,6 +570,7 @@ std::string summaryText(const LogSummary& s) {
                            fmt::format("{}/{} ch={}", o.algo, o.proto, o.channels),
                            o.count, o.p50Us(), o.p99Max, o.busBwGBs());
     }
+    out += savingsText(estimateSavings(c));
     out += fmt::format("  drops   {} (pool {}, ring {}, incomplete {}, orphan {})\n", c.drops.total(), c.drops.pool,
                        c.drops.ring, c.drops.incomplete, c.drops.orphan);
     std::vector<WriterLine> finals;

@@ -98,6 +98,18 @@ struct BandwidthSeries {
   std::map<int64_t, BandwidthPoint> bySecond;  // key: Unix time of the summary's `ts`, in seconds
 };
 
+// (coll order, bucket, algo, proto, channels): an observed choice in one size bucket.
+using RowKey = std::tuple<int, int64_t, std::string, std::string, int64_t>;
+
+// One row of one "summary" event, as written (the time-saved estimate, log_savings.h, needs each interval).
+struct TimedRow {
+  int64_t ms = -1;       // the summary's `ts`, Unix ms; -1 when unreadable
+  uint64_t summary = 0;  // which summary event (its position among the comm's): rows of one interval and rank
+  RowKey key;            // its entry in CommSummary::rows
+  uint64_t count = 0;
+  double p50Us = 0;
+};
+
 struct CommSummary {
   std::string id;
   std::vector<LogInit> inits;
@@ -113,8 +125,8 @@ struct CommSummary {
   uint64_t verdictsReceived = 0;  // "verdict" events: per process, the verdicts that changed something
   std::map<std::pair<int, int64_t>, BandwidthSeries> bandwidth;  // key: (collOrder, bucket)
   std::vector<ObservedRow> observed() const;  // sorted by (coll, bucket, algo, proto, channels)
-  // key: (coll order, bucket, algo, proto, channels)
-  std::map<std::tuple<int, int64_t, std::string, std::string, int64_t>, ObservedRow> rows;
+  std::map<RowKey, ObservedRow> rows;
+  std::vector<TimedRow> timedRows;  // in input order
 };
 
 struct LogProcess {

@@ -4,10 +4,15 @@
 Usage: check_profiler_bench.py BENCH_BINARY [MAX_NS]
 Fails when a profiler benchmark's median CPU time per event exceeds MAX_NS (default 100), when any
 callback allocates, or when the allocation counter does not see the sanity benchmark's allocation.
+Each *_Chained case (WIREWISE_PROFILER_CHAIN to a do-nothing plugin) is printed beside its unchained twin
+with the difference per event against issue #20's target (+30 ns); it is printed, not enforced: on a
+shared machine the difference of two noisy medians moves by more than the target's margin.
 """
 import json
 import subprocess
 import sys
+
+CHAIN_TARGET_NS = 30.0
 
 
 def main():
@@ -18,6 +23,7 @@ def main():
     runs = json.loads(out)["benchmarks"]
     ok = True
     allocs = {}
+    medians = {}
     for b in runs:
         if b.get("run_type") == "iteration":
             allocs[b["run_name"]] = max(allocs.get(b["run_name"], 0.0), b["allocs_per_event"])
@@ -32,14 +38,21 @@ def main():
         per_call = b["cpu_time"] * scale
         per_event = b["ns_per_event"] * 1e9
         name = b["run_name"]
+        medians[name] = per_event
         print(f"{name}: {per_event:.1f} ns per event ({per_call:.1f} ns per lifecycle), "
               f"{allocs.get(name, 0.0)} allocations per event")
-        if per_event > max_ns:
+        if per_event > max_ns and not name.endswith("_Chained"):
             print(f"FAIL: {name} {per_event:.1f} ns per event > {max_ns}")
             ok = False
         if allocs.get(name, 0.0) != 0.0:
             print(f"FAIL: {name} allocates")
             ok = False
+    for name, chained in medians.items():
+        base = medians.get(name.removesuffix("_Chained"))
+        if name.endswith("_Chained") and base is not None:
+            extra = chained - base
+            print(f"{name}: chaining adds {extra:+.1f} ns per event ({base:.1f} -> {chained:.1f}); "
+                  f"target +{CHAIN_TARGET_NS:.0f}: {'met' if extra <= CHAIN_TARGET_NS else 'NOT met'}")
     return 0 if ok else 1
 
 

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The library's dynamic interface: exactly NCCL's plugin data symbols, and no CUDA, NVML, NCCL or
-# Boost library among its dependencies (it must load on any Linux machine).
+# Boost library among its dependencies (it must load on any Linux machine; libpthread and libdl are
+# glibc's own, named for glibc before 2.34: plugin/CMakeLists.txt).
 set -eu
 lib="$1"
 expected="ncclNetPlugin_v10 ncclNetPlugin_v11 ncclNetPlugin_v12 ncclNetPlugin_v8 ncclNetPlugin_v9"
@@ -17,8 +18,8 @@ done
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 for dep in $needed; do
   case "$dep" in
-    libc.so.*|libm.so.*|libstdc++.so.*|libgcc_s.so.*|ld-linux*.so.*) ;;
-    *) echo "FAIL: unexpected dependency $dep (allowed: libc, libm, libstdc++, libgcc_s, ld-linux)"; exit 1 ;;
+    libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|libstdc++.so.*|libgcc_s.so.*|ld-linux*.so.*) ;;
+    *) echo "FAIL: unexpected dependency $dep (allowed: glibc's libc, libm, libpthread, libdl and ld-linux; libstdc++, libgcc_s)"; exit 1 ;;
   esac
 done
 echo "exports: $actual"

@@ -64,6 +64,90 @@ TEST_F(AdaptationLogTest, LinesAreJsonInOrderWithEnvelope) {
   }
 }
 
+TEST(RotatedLogPath, KeepsTheExtensionLastSoGlobsFindThem) {
+  EXPECT_EQ(rotatedLogPath("/tmp/w/h-7.jsonl", 1), "/tmp/w/h-7.1.jsonl");
+  EXPECT_EQ(rotatedLogPath("/tmp/w/h-7.jsonl", 12), "/tmp/w/h-7.12.jsonl");
+  EXPECT_EQ(rotatedLogPath("log", 2), "log.2");
+  EXPECT_EQ(rotatedLogPath("/tmp/w/.hidden", 1), "/tmp/w/.hidden.1");
+}
+
+// Lines written in batches of ten, each flushed, so the writer's size check runs between batches.
+static void postBatches(AdaptationLog& log, int from, int to) {
+  for (int i = from; i < to; ++i) {
+    log.post({{"event", "table"}, {"seq", i}, {"pad", std::string(100, 'x')}});
+    if (i % 10 == 9) log.flush();
+  }
+  log.flush();
+}
+
+TEST_F(AdaptationLogTest, RotatesAtTheCapAndKeepsTheNewestFiles) {
+  const fs::path p = dir_ / "h-7.jsonl";
+  constexpr int kLines = 400;  // about 160 B each: 64 KB, some 16 rotations of 4 KiB files
+  uint64_t rotations = 0;
+  {
+    AdaptationLog log(p.string(), 1024, false, LogRotation{4096, 3});
+    ASSERT_TRUE(log.ok()) << log.error();
+    postBatches(log, 0, kLines);
+    EXPECT_EQ(log.written(), static_cast<uint64_t>(kLines));
+    rotations = log.rotations();
+  }
+  EXPECT_GE(rotations, 10u);
+  // Exactly the live file and three rotated ones; oldest first they hold one run of consecutive lines
+  // ending with the last posted: whole JSON lines, nothing lost inside what is kept.
+  std::vector<int> seqs;
+  for (int k = 3; k >= 0; --k) {
+    const fs::path f = k == 0 ? p : fs::path(rotatedLogPath(p.string(), k));
+    ASSERT_TRUE(fs::exists(f)) << f;
+    if (k > 0) {
+      EXPECT_GE(fs::file_size(f), 4096u) << f;
+      EXPECT_LT(fs::file_size(f), 4096u + 10 * 200u) << f;  // one batch past the cap at most
+    }
+    for (const auto& j : readLines(f)) seqs.push_back(j.at("seq").get<int>());
+  }
+  EXPECT_FALSE(fs::exists(rotatedLogPath(p.string(), 4)));
+  ASSERT_FALSE(seqs.empty());
+  EXPECT_EQ(seqs.back(), kLines - 1);
+  for (size_t i = 1; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], seqs[i - 1] + 1) << "at " << i;
+  EXPECT_GT(seqs.front(), 0);  // the oldest lines went with the oldest file
+}
+
+TEST_F(AdaptationLogTest, NoCapNeverRotates) {
+  const fs::path p = dir_ / "h-7.jsonl";
+  {
+    AdaptationLog log(p.string(), 1024);
+    postBatches(log, 0, 200);
+    EXPECT_EQ(log.rotations(), 0u);
+  }
+  EXPECT_EQ(readLines(p).size(), 200u);
+  EXPECT_FALSE(fs::exists(rotatedLogPath(p.string(), 1)));
+}
+
+// Two writers on one path (two processes with a WIREWISE_LOG without %p): each full file is rotated once,
+// by whichever finds it full first; the other only reopens. With keep large enough nothing is lost.
+TEST_F(AdaptationLogTest, TwoWritersOnOnePathRotateItOnceAndLoseNothing) {
+  const fs::path p = dir_ / "shared.jsonl";
+  constexpr int kLines = 300;
+  {
+    AdaptationLog a(p.string(), 1024, false, LogRotation{8192, 1000});
+    AdaptationLog b(p.string(), 1024, false, LogRotation{8192, 1000});
+    ASSERT_TRUE(a.ok() && b.ok());
+    std::thread ta([&] { postBatches(a, 0, kLines); });
+    std::thread tb([&] { postBatches(b, kLines, 2 * kLines); });
+    ta.join();
+    tb.join();
+  }
+  std::vector<bool> seen(2 * kLines, false);
+  int files = 0;
+  for (int k = 0; k < 1000; ++k) {
+    const fs::path f = k == 0 ? p : fs::path(rotatedLogPath(p.string(), k));
+    if (!fs::exists(f)) break;
+    ++files;
+    for (const auto& j : readLines(f)) seen.at(j.at("seq").get<size_t>()) = true;
+  }
+  EXPECT_GE(files, 5);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_TRUE(seen[i]) << "line " << i << " lost";
+}
+
 TEST_F(AdaptationLogTest, DestructorFlushesAndAppends) {
   fs::path p = dir_ / "log.jsonl";
   for (int round = 0; round < 2; ++round) {

@@ -1,6 +1,9 @@
 // `wirewise log summarize` on fixture logs, through the built binary and through the library.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -44,6 +47,37 @@ TEST(LogSummarizeCli, TextShowsInitsTablesObservedDropsAndFinalize) {
   EXPECT_NE(o.find("profiler rank 3, pid 4242: 407 collectives, 407 samples"), std::string::npos) << o;
   EXPECT_NE(o.find("communicator 0x00000000000000bb"), std::string::npos) << o;
   EXPECT_NE(o.find("10 collectives, 0 applied, 0 kept"), std::string::npos) << o;
+}
+
+// A process's rotated log (WIREWISE_LOG_MAX_MB): h-7.2.jsonl, h-7.1.jsonl, then h-7.jsonl, oldest first. A
+// glob lists them h-7.1, h-7.2, h-7; the tool reads them in the order their first lines were written, so the
+// summary is the one of the unrotated log.
+TEST(LogSummarizeCli, RotatedFilesAreReadOldestFirstWhateverTheOrderGiven) {
+  std::ifstream in(kData + "/two_comms.jsonl");
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 14u);
+  const std::string dir = ::testing::TempDir() + "ww_rotated_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string parts[] = {dir + "/h-7.2.jsonl", dir + "/h-7.1.jsonl", dir + "/h-7.jsonl"};
+  const size_t cuts[] = {0, 3, 9, 14};  // the second table of comm 0xaa (line 8) and its summaries apart
+  for (int k = 0; k < 3; ++k) {
+    std::ofstream out(parts[k]);
+    for (size_t i = cuts[k]; i < cuts[k + 1]; ++i) out << lines[i] << "\n";
+  }
+  const std::string globOrder = parts[1] + " " + parts[0] + " " + parts[2];
+  auto whole = runCli("log summarize --json " + kData + "/two_comms.jsonl");
+  auto rotated = runCli("log summarize --json " + globOrder);
+  ASSERT_EQ(rotated.status, 0) << rotated.err;
+  EXPECT_EQ(nlohmann::json::parse(rotated.out), nlohmann::json::parse(whole.out));
+  // The negative control: read in the order given, the same parts summarize differently.
+  LogSummary given;
+  for (int k : {1, 0, 2}) {
+    std::ifstream part(parts[k]);
+    addLog(part, &given);
+  }
+  EXPECT_NE(summaryJson(given), nlohmann::json::parse(whole.out));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(LogSummarizeCli, JsonCarriesTheSameNumbers) {
