@@ -1,4 +1,5 @@
-# `cmake --install` and a Debian package through CPack (`cpack -G DEB` in the build tree).
+# `cmake --install`, a Debian package and a tarball beside it through CPack (`cpack -G "DEB;TGZ"` in the build
+# tree; tests/packaging/check_packages.sh checks both in CI).
 include(GNUInstallDirs)
 # The examples a site or a user starts from: /etc/nccl.conf lines that turn wirewise on for every job on a
 # node, the PyTorch environment file and toy job, and both static-table formats (docs/quickstart.md).
