@@ -74,7 +74,7 @@ template <typename Descr>
   const chain::ChainedFace* face = comm->face();
   const ParentPair parent = splitParent(comm, d->parentObj);
   const bool toTheirs = (face->maskNow() & type) != 0 && face->version == ProfilerTableOf<Descr>::kVersion;
-  chain::ChainSlot* slot = toTheirs ? comm->claim() : nullptr;  // null when full: not forwarded (counted)
+  chain::ChainSlot* slot = toTheirs ? comm->claim(type) : nullptr;  // null when full: not forwarded (counted)
   void* ours = nullptr;
   if ((comm->ourMask() & type) != 0) {
     Descr own = *d;  // our core reads no parentGroup: parentObj is the one handle to give back

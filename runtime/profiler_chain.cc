@@ -4,6 +4,7 @@
 #include <link.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -171,9 +172,10 @@ ncclResult_t initFace(const ChainedFace& f, void** ctx, const ProfilerInitArgs& 
   }
 }
 
-// Slots per comm: a power of two, at most 65,536 (8 MiB), whatever WIREWISE_EVENT_POOL says.
+// Slots per comm: a power of two, at least 2 (one per lane), at most 65,536 (8 MiB), whatever
+// WIREWISE_EVENT_POOL says.
 uint32_t slotCount(size_t n) {
-  uint32_t p = 1;
+  uint32_t p = 2;
   while (p < n && p < (1u << 16)) p <<= 1;
   return p;
 }
@@ -190,10 +192,13 @@ ChainComm::ChainComm(const ChainedFace* face, void* ownContext, uint64_t ourMask
   }
 }
 
-ChainSlot* ChainComm::claim() noexcept {
-  const uint64_t k = cursor_.fetch_add(1, std::memory_order_relaxed);
-  for (uint32_t i = 0; i < kProbe; ++i) {
-    ChainSlot* s = &slots_[(k + i) & (nSlots_ - 1)];
+ChainSlot* ChainComm::claim(uint64_t type) noexcept {
+  const int lane = laneOf(type);
+  const uint32_t half = nSlots_ / 2;
+  ChainSlot* ring = &slots_[lane * half];
+  const uint64_t k = cursor_[lane].fetch_add(1, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < std::min(kProbe, half); ++i) {
+    ChainSlot* s = &ring[(k + i) & (half - 1)];
     uint32_t g = s->gen.load(std::memory_order_relaxed);
     if ((g & 1) == 0 &&
         s->gen.compare_exchange_strong(g, g + 1, std::memory_order_acquire, std::memory_order_relaxed)) {
@@ -294,9 +299,9 @@ void* finalizeChain(void* context) noexcept {
   const uint64_t process = gUnforwarded.load(std::memory_order_relaxed);
   if (full != 0)
     WW_WARN(NCCL_PROFILE,
-            "chained profiler %s: %llu events not forwarded, its %u slots all in use (raise WIREWISE_EVENT_POOL); "
+            "chained profiler %s: %llu events not forwarded, all %u slots of a ring in use (raise WIREWISE_EVENT_POOL); "
             "%llu parents reused before their children; %llu events process-wide had no chained comm",
-            f->name, static_cast<unsigned long long>(full), comm->poolSize(), static_cast<unsigned long long>(stale),
+            f->name, static_cast<unsigned long long>(full), comm->poolSize() / 2, static_cast<unsigned long long>(stale),
             static_cast<unsigned long long>(process));
   else
     WW_INFO(NCCL_PROFILE,

@@ -12,9 +12,13 @@
 // wirewise's own handle, exactly as without chaining.
 //
 // Slots are claimed in turn around the pool (O(1), at most kProbe looks, no lock) and, once stopped, keep
-// their two handles until the pool comes round again: NCCL stops a Coll before its KernelCh children start,
-// and those children still name it as their parent. A seqlock on the slot's generation tells a late
-// child whether the handles it reads are still that parent's.
+// their two handles until the pool comes round again: NCCL stops a Coll before its KernelCh children and
+// ProxyOps start, and those still name it as their parent. A seqlock on the slot's generation tells a late
+// child whether the handles it reads are still that parent's. The pool is two rings, one per lane: the
+// launch side's events (Group, Coll, P2p, the API events, KernelLaunch, CeColl), whose children may start
+// after their stop, and the proxy side's (ProxyOp, ProxyStep, ProxyCtrl, KernelCh, NetPlugin, the CE
+// children), which come by the thousand per collective. A parent's slot is thus reused only after a ring's
+// worth of launch-side events, however busy the proxy thread is.
 #pragma once
 
 #include <atomic>
@@ -78,8 +82,15 @@ class ChainComm {
   uint32_t poolSize() const { return nSlots_; }
   const ChainSlot* slot(uint32_t i) const { return &slots_[i]; }
 
-  // A free slot, made live, or null (counted) when kProbe slots in turn are all live.
-  ChainSlot* claim() noexcept;
+  // Which ring an event type's slot comes from (see the top of this file).
+  static constexpr uint64_t kLaunchSide = ncclProfileGroup | ncclProfileColl | ncclProfileP2p |
+                                          ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi |
+                                          ncclProfileKernelLaunch | ncclProfileCeColl;
+  static constexpr int laneOf(uint64_t type) { return (type & kLaunchSide) != 0 ? 0 : 1; }
+
+  // A free slot of the event type's ring, made live, or null (counted) when kProbe slots in turn are all
+  // live.
+  ChainSlot* claim(uint64_t type) noexcept;
   // Fills a claimed slot and returns its handle; with theirs null the slot is freed and ours returned.
   void* publish(ChainSlot* s, void* ours, void* theirs) noexcept;
 
@@ -92,9 +103,9 @@ class ChainComm {
   void* ownContext_;
   void* theirContext_ = nullptr;
   uint64_t ourMask_;
-  uint32_t nSlots_;  // a power of two
+  uint32_t nSlots_;  // a power of two, at least 2: two rings of nSlots_ / 2
   std::unique_ptr<ChainSlot[]> slots_;
-  std::atomic<uint64_t> cursor_{0};
+  std::atomic<uint64_t> cursor_[2] = {0, 0};  // per lane
   std::atomic<uint64_t> poolFull_{0}, staleParents_{0};
 };
 

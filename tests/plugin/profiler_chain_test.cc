@@ -295,7 +295,7 @@ TEST_P(ProfilerChain, ChainingToWirewiseItselfIsRefused) {
 
 TEST_P(ProfilerChain, AFullPoolIsCountedNeverHarmful) {
   setenv(chainVar(), WW_CHAIN_FAKE, 1);
-  setenv("WIREWISE_EVENT_POOL", "16", 1);  // 32 chain slots
+  setenv("WIREWISE_EVENT_POOL", "16", 1);  // 32 chain slots: 16 for the launch side, 16 for the proxy side
   fake()->maskToSet = ncclProfileGroup | ncclProfileColl;
   int mask = 0;
   void* ctx = init(0x5b, &mask);
@@ -305,14 +305,65 @@ TEST_P(ProfilerChain, AFullPoolIsCountedNeverHarmful) {
     g.type = ncclProfileGroup;
     open.push_back(start(ctx, g));
   }
-  EXPECT_EQ(fake()->start[bit(ncclProfileGroup)].load(), 32u);
+  EXPECT_EQ(fake()->start[bit(ncclProfileGroup)].load(), 16u);
   collective(ctx, 0, 1'000'000, 1);  // ours still measured with the pool full
   for (void* h : open) prof_->stopEvent(h);
   ASSERT_EQ(prof_->finalize(ctx), ncclSuccess);
-  EXPECT_EQ(fake()->stop[bit(ncclProfileGroup)].load(), 32u);
+  EXPECT_EQ(fake()->stop[bit(ncclProfileGroup)].load(), 16u);
   EXPECT_EQ(fake()->badHandles.load(), 0u);
-  EXPECT_EQ(warningsWith("events not forwarded, its 32 slots all in use"), 1u);
+  EXPECT_EQ(warningsWith("events not forwarded, all 16 slots of a ring in use"), 1u);
   EXPECT_EQ(ownSamples().first, 1u);
+}
+
+// NCCL stops a Coll at launch and starts its KernelCh children when the kernel runs, while the proxy
+// thread may report thousands of events: those never recycle the stopped Coll's slot (its ring is the
+// launch side's). Launch-side events past a ring's worth do, and the late child is counted, not misparented.
+TEST_P(ProfilerChain, ProxyEventsNeverRecycleAStoppedParent) {
+  setenv(chainVar(), WW_CHAIN_FAKE, 1);
+  setenv("WIREWISE_EVENT_POOL", "16", 1);  // 16 slots per ring
+  fake()->maskToSet = ncclProfileColl | ncclProfileKernelCh | ncclProfileProxyCtrl | ncclProfileGroup;
+  int mask = 0;
+  void* ctx = init(0x5e, &mask);
+  auto stoppedColl = [&] {
+    ncclProfilerEventDescr_v6_t c{};
+    c.type = ncclProfileColl;
+    c.coll.func = "AllReduce";
+    c.coll.datatype = "ncclFloat32";
+    c.coll.algo = "RING";
+    c.coll.proto = "SIMPLE";
+    c.coll.nChannels = 1;
+    void* coll = start(ctx, c);
+    prof_->stopEvent(coll);
+    return coll;
+  };
+  auto kernelCh = [&](void* parent) {
+    ncclProfilerEventDescr_v6_t k{};
+    k.type = ncclProfileKernelCh;
+    k.parentObj = parent;
+    prof_->stopEvent(start(ctx, k));
+  };
+  void* coll = stoppedColl();
+  ncclProfilerEventDescr_v6_t pc{};
+  pc.type = ncclProfileProxyCtrl;
+  for (int i = 0; i < 200; ++i) prof_->stopEvent(start(ctx, pc));  // 12 times round the proxy ring
+  kernelCh(coll);
+  EXPECT_EQ(fake()->parents.load(), 1u);
+  // Sixteen launch-side events later the slot is another's: the child goes without a parent, counted.
+  void* old = stoppedColl();
+  for (int i = 0; i < 16; ++i) {
+    ncclProfilerEventDescr_v6_t g{};
+    g.type = ncclProfileGroup;
+    prof_->stopEvent(start(ctx, g));
+  }
+  kernelCh(old);
+  ASSERT_EQ(prof_->finalize(ctx), ncclSuccess);
+  EXPECT_EQ(fake()->parents.load(), 1u);
+  EXPECT_EQ(fake()->start[bit(ncclProfileKernelCh)].load(), 2u);
+  EXPECT_EQ(fake()->badParents.load() + fake()->badHandles.load() + fake()->badContexts.load(), 0u);
+  std::lock_guard<std::mutex> lock(gLogMu);
+  size_t counted = 0;
+  for (const auto& i : gInfos) counted += i.find("1 parents reused before their children") != std::string::npos;
+  EXPECT_EQ(counted, 1u);
 }
 
 TEST_P(ProfilerChain, PxnProxyOpsAreNeverForwarded) {
