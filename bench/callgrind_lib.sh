@@ -11,11 +11,13 @@ callgrind_require() {
 }
 
 # callgrind_ir OUT COMMAND...: runs COMMAND under callgrind, one output per thread (OUT-01 is the main
-# thread), and prints the main thread's total Ir. Valgrind's log is shown if the command fails.
+# thread), and prints the main thread's total Ir. Valgrind's log is shown if the command fails. With
+# $callgrind_collect set (a function pattern), only instructions inside that function are counted.
 callgrind_ir() {
   out=$1
   shift
-  valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" "$@" >/dev/null 2>"$out.log" || {
+  valgrind --tool=callgrind --separate-threads=yes ${callgrind_collect:+"--toggle-collect=$callgrind_collect"} \
+    --callgrind-out-file="$out" "$@" >/dev/null 2>"$out.log" || {
     cat "$out.log" >&2
     exit 1
   }

@@ -3,7 +3,11 @@
 # callgrind: (Ir(N2) - Ir(N1)) / (N2 - N1) for the main thread, minus the same for do-nothing callbacks.
 # Cases: "pair" (1 channel, 1 child) and "missing" (8 channels, 1 child: some NCCL releases emit fewer).
 # Usage: callgrind_profiler.sh DRIVER LIBRARY [TARGET] [CEILING]
-# Prints each figure against issue 23's TARGET (default 300; about 293 and 297 with gcc 12 at stop 34) and
+# Only the driver's loop of callbacks is counted (callgrind's --toggle-collect on its run()): the comm's
+# finalize, on the same thread, drains what the plugin's drain thread left in the sample ring, and under
+# valgrind, which runs one thread at a time, that thread leaves a share that varies from run to run (4 to
+# 12 instructions per pair at stop 39) where on a real machine it drains on its own core as samples come.
+# Prints each figure against issue 23's TARGET (default 300; about 298 and 302 with gcc 12 at stop 39) and
 # exits 1 only above CEILING (default 1000; CTest passes 350), a guard against regressions; 77 (CTest
 # skip) without valgrind.
 set -eu
@@ -20,6 +24,7 @@ n2=102000
 . "$(dirname "$0")/../callgrind_lib.sh"
 callgrind_require
 callgrind_setup ww_callgrind_prof
+callgrind_collect='*::run(*'
 
 status=0
 for case in pair missing; do
