@@ -143,8 +143,11 @@ void CommAgreement::maybeDecide(int64_t nowMs) {
     for (const auto& r : pending_) slowest = std::max(slowest, r.elapsedUs);
     // That interval is [B_k-1, B_k): verdict k-1's. (Verdict k's own, [B_k, B_k+1), may be far longer or
     // shorter: a policy sets the length of the intervals it probes in, kMinPolicySpacing collectives and up.)
+    // At B0 there is no interval before it: a member reports what verdict 0's interval [B0, B1) would take
+    // at the rate it saw before B0 (Member::lastIntervalUs), or 0.
     const size_t n = verdicts_.size();
-    const uint64_t measured = n >= 2 ? verdicts_[n - 2].next - verdicts_[n - 2].boundary : 0;
+    const Verdict& rated = verdicts_[n >= 2 ? n - 2 : 0];
+    const uint64_t measured = rated.observeOnly || rated.next <= rated.boundary ? 0 : rated.next - rated.boundary;
     if (slowest > 0 && measured > 0) {
       long double perMs = static_cast<long double>(measured) * 1000.0L / static_cast<long double>(slowest);
       spacing = static_cast<uint64_t>(perMs * static_cast<long double>(intervalMs()));

@@ -188,7 +188,11 @@ void Client::tick() {
     // Members that passed a boundary since the last poll report together: one frame (one MAC, one write)
     // for as many reports as fit.
     ReportBatcher batch;
+    const int64_t nowUs =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
     for (auto& m : members_) {
+      m->markRate(nowUs);  // the steady clock, as the getCollInfo thread's passedAtUs
       uint64_t p = m->passed.load(std::memory_order_acquire);
       if (p <= m->reported) continue;
       m->reported = p;

@@ -53,6 +53,7 @@ const VerdictNode* Member::deliver(const Verdict& v, std::shared_ptr<const Decis
   } else {
     node = new VerdictNode();
   }
+  if (v.index == 0) firstInterval = v.next > v.boundary ? v.next - v.boundary : 0;
   node->index = v.index;
   node->boundary = v.boundary;
   node->next = v.next;

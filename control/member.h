@@ -91,18 +91,42 @@ class Member {
   std::atomic<int64_t> passedAtUs{kNeverUs};
   std::atomic<int64_t> prevPassedAtUs{kNeverUs};
   std::atomic<uint64_t> passedSeq{0};
-  // The report's elapsedUs for the latest boundary passed: the time since the one before, or 0 ("no rate
-  // known", as the coordinator reads it) for the first.
+  // The report's elapsedUs for the latest boundary passed: the time since the one before. For B0, which
+  // has none, the time verdict 0's interval [B0, B1) would take at the rate seen from the rate mark (below)
+  // to B0, so that verdict 1 is spaced by a rate instead of by the fixed first spacing (256 collectives:
+  // 25 s of no adaptation for 100 ms collectives); 0 ("no rate known", as the coordinator reads it) when
+  // the mark was missed or too close to B0 to measure a rate over.
   uint64_t lastIntervalUs() const {
     const int64_t at = passedAtUs.load(std::memory_order_relaxed);
     const int64_t prev = prevPassedAtUs.load(std::memory_order_relaxed);
-    return at < 0 || prev < 0 || at < prev ? 0 : static_cast<uint64_t>(at - prev);
+    if (at >= 0 && prev >= 0) return at < prev ? 0 : static_cast<uint64_t>(at - prev);
+    const uint64_t seq = passedSeq.load(std::memory_order_relaxed);
+    if (at < 0 || markAtUs < 0 || at < markAtUs || seq < markCalls + kRateWindow) return 0;
+    return static_cast<uint64_t>(static_cast<long double>(at - markAtUs) * static_cast<long double>(firstInterval) /
+                                 static_cast<long double>(seq - markCalls));
+  }
+  // The rate mark (I/O thread only): the first poll after verdict 0 that finds at least kRateFrom
+  // collectives started and B0 not yet passed notes that count and the time. The first collectives are
+  // skipped because NCCL connects peers lazily, in them; a mark fewer than kRateWindow collectives before
+  // B0 gives no rate.
+  static constexpr uint64_t kRateFrom = 8;
+  static constexpr uint64_t kRateWindow = 16;
+  void markRate(int64_t nowUs) noexcept {
+    if (markAtUs >= 0 || delivered() == 0 || passed.load(std::memory_order_acquire) != 0) return;
+    const uint64_t calls = gate.calls.load(std::memory_order_relaxed);
+    if (calls < kRateFrom) return;
+    markCalls = calls;
+    markAtUs = nowUs;
   }
   // Set by the I/O thread once a Join for this member has been handed to an authenticated connection.
   // A member whose join never left the process may give up on its own (the coordinator cannot have
   // counted it, so nobody else can change either); once sent, only a verdict decides.
   alignas(64) std::atomic<bool> joinSent{false};
   uint64_t reported = 0;  // I/O thread only
+  // I/O thread only: the rate mark (markRate) and verdict 0's interval length, B1 - B0 (deliver).
+  uint64_t markCalls = 0;
+  int64_t markAtUs = kNeverUs;
+  uint64_t firstInterval = 0;
   // NCCL's cost tables as the tuner first saw them (written by the getCollInfo thread, read by the I/O
   // thread for reports). Allocated by whoever creates the member; null: no sights are reported.
   std::unique_ptr<adapt::SightTable> sights;

@@ -263,6 +263,30 @@ TEST(Boundary, SpacingFollowsTheSlowestMemberAndIsBounded) {
   EXPECT_EQ(v4.next - v4.boundary, kMinSpacing);
 }
 
+// Members that timed collectives before B0 report what verdict 0's interval would take at that rate:
+// verdict 1 is then spaced by it, as later verdicts are by measured intervals, not by the fixed spacing.
+TEST(Boundary, RatesReportedAtB0SpaceVerdict1) {
+  CountingPolicy pol;
+  AgreementParams p;
+  p.reportWaitMs = 5;
+  p.targetMs = 100;
+  p.fixedSpacing = 100;
+  CommAgreement a(0x1, 2, 1, p, &pol);
+  Verdict v0 = startProduction(a, 2);
+  ASSERT_EQ(v0.next - v0.boundary, 100u);
+  // [B0, B1) would take 20 ms (member 1) and 50 ms (member 2): 2 per ms at the slowest -> 200 in 100 ms.
+  a.report(rep(1, v0, 20000), 1);
+  a.report(rep(2, v0, 50000), 1);
+  auto v1 = a.takeNew().at(0);
+  EXPECT_EQ(v1.next - v1.boundary, 200u);
+  // One member without a rate (0) leaves the other's: 100 in 10 ms -> 1,000 in 100 ms.
+  CommAgreement b(0x1, 2, 1, p, &pol);
+  Verdict w0 = startProduction(b, 2);
+  b.report(rep(1, w0, 0), 1);
+  b.report(rep(2, w0, 10000), 1);
+  EXPECT_EQ(b.takeNew().at(0).next - w0.next, 1000u);
+}
+
 // A policy may set the length of the interval it decides (the adaptive policy's probe intervals), down to
 // kMinPolicySpacing, below the agreement's own kMinSpacing; never beyond maxSpacing.
 TEST(Boundary, APolicySetsItsIntervalWithinItsBounds) {

@@ -41,6 +41,47 @@ TEST(Member, TheFirstBoundaryHasNoIntervalWhateverTheUptime) {
   }
 }
 
+// B0's report carries a rate after all when the I/O thread marked one: what verdict 0's interval would
+// take at the pace from the mark to B0. Never from the first collectives (NCCL connects in them), never
+// from a window too short to time, never a mark taken before verdict 0 or after B0.
+TEST(Member, TheFirstBoundaryReportsTheRateSeenSinceTheMark) {
+  auto passB0 = [](Member& m, int64_t nowUs, uint64_t seq) {
+    m.passedSeq.store(seq);
+    pass(m, nowUs);
+  };
+  Verdict v0{7, 0, 64, 320, false, "t", {}};  // [B0, B1) is 256 collectives
+  {
+    Member m(7, 1, 2, 1, 0);
+    m.gate.calls.store(10);
+    m.markRate(1000);  // before verdict 0: no schedule yet, no mark
+    EXPECT_LT(m.markAtUs, 0);
+    ASSERT_NE(m.deliver(v0), nullptr);
+    m.gate.calls.store(Member::kRateFrom - 1);
+    m.markRate(1000);  // the first collectives: no mark
+    EXPECT_LT(m.markAtUs, 0);
+    m.gate.calls.store(10);
+    m.markRate(2000);
+    m.gate.calls.store(20);
+    m.markRate(3000);  // the first mark stays: the longest window
+    EXPECT_EQ(m.markCalls, 10u);
+    passB0(m, 2000 + 54 * 100, 64);  // 54 collectives of 100 us
+    EXPECT_EQ(m.lastIntervalUs(), 256u * 100u);
+    pass(m, 2000 + 54 * 100 + 7000);  // from B1 on, the measured interval as before
+    EXPECT_EQ(m.lastIntervalUs(), 7000u);
+  }
+  {
+    Member m(7, 1, 2, 1, 0);
+    ASSERT_NE(m.deliver(v0), nullptr);
+    m.gate.calls.store(64 - Member::kRateWindow + 1);
+    m.markRate(1000);
+    passB0(m, 5000, 64);  // 15 collectives: too few to time
+    EXPECT_EQ(m.lastIntervalUs(), 0u);
+    m.gate.calls.store(70);
+    m.markRate(6000);  // past B0: too late for a mark
+    EXPECT_EQ(m.markCalls, 64 - Member::kRateWindow + 1);
+  }
+}
+
 TEST(Member, DeliversInOrderAndDropsDuplicates) {
   Member m(7, 1, 2, 1, 0);
   EXPECT_EQ(m.deliver(verdictAt(1)), nullptr);  // not the next index
