@@ -232,12 +232,19 @@ TEST(Boundary, RejectsStrangersDuplicatesAndWrongBoundaries) {
   EXPECT_EQ(a.takeNew().size(), 1u);
 }
 
-TEST(Boundary, SpacingFollowsTheSlowestMemberAndIsBounded) {
-  CountingPolicy pol;
+// Production spacing by rate, with round figures: intervals of 100 ms of traffic, 100 collectives while
+// no rate is known.
+AgreementParams rateSpaced() {
   AgreementParams p;
   p.reportWaitMs = 5;
   p.targetMs = 100;
   p.fixedSpacing = 100;
+  return p;
+}
+
+TEST(Boundary, SpacingFollowsTheSlowestMemberAndIsBounded) {
+  CountingPolicy pol;
+  const AgreementParams p = rateSpaced();
   CommAgreement a(0x1, 2, 1, p, &pol);
   Verdict v0 = startProduction(a, 2);
   // At B0 no member knows a rate (its first boundary): the fixed spacing.
@@ -267,10 +274,7 @@ TEST(Boundary, SpacingFollowsTheSlowestMemberAndIsBounded) {
 // verdict 1 is then spaced by it, as later verdicts are by measured intervals, not by the fixed spacing.
 TEST(Boundary, RatesReportedAtB0SpaceVerdict1) {
   CountingPolicy pol;
-  AgreementParams p;
-  p.reportWaitMs = 5;
-  p.targetMs = 100;
-  p.fixedSpacing = 100;
+  const AgreementParams p = rateSpaced();
   CommAgreement a(0x1, 2, 1, p, &pol);
   Verdict v0 = startProduction(a, 2);
   ASSERT_EQ(v0.next - v0.boundary, 100u);
