@@ -20,6 +20,8 @@ constexpr double kSameState = 1.04;     // incumbent times this close are taken 
 // The heal check's first interval (verdicts after the switch) and its longest, once doubled.
 constexpr uint64_t kHealFirstGap = 16;
 constexpr uint64_t kHealMaxGap = 512;
+constexpr uint64_t kResumeWithin = 128;  // verdicts within which an episode cut by the budget may go on
+constexpr double kNewState = 2.0;       // an incumbent this much slower (or faster): the full channel count re-measured
 constexpr double kSameRanking = 1.15;   // a second choice gaining less than this on it: still that state
 constexpr double kClearWin = 0.8;       // a probe this much faster than the incumbent is adopted at once
 constexpr size_t kMemory = 8;           // past episodes remembered per bucket
@@ -398,6 +400,8 @@ void CommPolicy::beginEpisode(Bucket& b, double before, double now) {
   b.quick = false;
   b.confirmed = false;
   b.healing = false;
+  b.resumed = false;
+  b.cut.reset();
   b.witness.reset();
   b.notState = 0;
   b.spentUs = 0;
@@ -425,8 +429,62 @@ void CommPolicy::startHealCheck(Bucket& b, uint64_t index) {
   b.queue.push_back(toDecision(b.heal->from));
 }
 
+// An episode that the budget cut (decide) goes on where it stopped while its epoch's measurements still
+// hold: no alarm since (an alarm starts a new epoch) and not long ago. A slow fault makes probes costly and
+// the budget short just when the search matters most: in corpus gen-109 a NIC at a tenth of its speed
+// slowed a 90 MiB all-reduce ninefold, the budget ran out after the pairs stage, and ring/simple/8 was kept
+// for the whole fault where ring/simple/5, found once the search went on, ran 21% faster.
+bool CommPolicy::resumeDue(const Bucket& b, uint64_t index) const {
+  if (!b.cut || b.cut->epoch != b.epoch || index >= b.cut->until || !b.ran || !b.queue.empty() || !b.pending.empty())
+    return false;
+  // A search that has found nothing better than the choice before the change goes on once at most: it
+  // is most likely a change that does not reorder the choices (a flapping link; in the NVLink-flap example
+  // such searches went on and on across the flap's phases and chose on measurements taken in different
+  // ones). One that has found better goes on until it ends.
+  if (*b.ran == b.cut->from && b.cut->resumes >= 1) return false;
+  // The detector restarts at the episode's end and needs a few observations to alarm: until then the
+  // incumbent's own latest observation must match what it measured in the episode (a link that flaps
+  // would otherwise mix measurements of two states in one search).
+  if (b.memory.empty() || b.memory.back().epoch != b.epoch || b.lastObsAt <= b.memory.back().index) return false;
+  auto it = b.memory.back().times.find(*b.ran);
+  return it != b.memory.back().times.end() && std::fabs(b.lastObsLog - it->second) <= std::log(kSameState);
+}
+
+// False, and the cut forgotten, when nothing is left to measure: the pairs it had queued, else the channel
+// stage's next counts (the same proposals as in advance's loop).
+bool CommPolicy::resumeEpisode(Bucket& b) {
+  b.queue = std::move(b.cut->queue);
+  b.cut->queue.clear();
+  b.stage = b.queue.empty() ? Stage::Channels : Stage::Pairs;
+  if (b.queue.empty() && b.refineProbes < kMaxRefine)
+    for (const auto& [a, p] : topPairs(b, std::log(1.10)))
+      if (queueChannels(b, a, p)) break;
+  dropCostly(b);
+  if (b.queue.empty()) {
+    b.cut.reset();
+    return false;
+  }
+  b.phase = Phase::Exploring;
+  b.startDecision = b.incumbent;
+  b.startRan = b.ran;
+  b.confirmed = false;
+  b.witness.reset();
+  b.spentUs = 0;
+  b.resumed = true;
+  ++b.cut->resumes;
+  return true;
+}
+
 // Pairs stage: one channel count per other (algo, proto) predicted close to the incumbent's time `now`
 // (log µs), with the choice in force before and NCCL's own; the channel stage then searches the best pair.
+// After a large change (the incumbent 2x slower or faster), an incumbent on fewer channels than its
+// algorithm runs has its own pair measured at the full count too, last: fewer channels were best for the
+// old state (a slow NIC left out, or simply the healthy optimum), and a new one (contention, which more
+// channels share better, or a fault's end) may reverse that, while the channel stage searches only the
+// best-measured pair (the demo scenario at seed 2 kept tree/simple/11 through 80 steps of contention where
+// tree/simple/16 ran 20% faster, while the budget went to NCCL's NVLS tree at 12-15 channels). Not after a
+// smaller change: a link flapping by 25-40% would have it measured in another phase than the incumbent, and
+// a 1.6x slowdown that another pair answers would wait one more probe for its switch.
 void CommPolicy::queueReprobes(Bucket& b, Choice inc, double now) {
   std::optional<Choice> nccl = b.incumbent.keepsNccl() ? std::nullopt : b.nccl;
   std::set<std::pair<int, int>> pairs{{inc.algo, inc.proto}};
@@ -434,9 +492,18 @@ void CommPolicy::queueReprobes(Bucket& b, Choice inc, double now) {
     bool special = (b.former && c == *b.former) || (nccl && c == *nccl);
     if (!special && !pairs.insert({c.algo, c.proto}).second) continue;
     if (static_cast<int>(b.queue.size()) >= p_.maxReprobes) break;
-    if (auto it = b.est.find(c); it != b.est.end() && it->second.epoch == b.epoch && it->second.n > 0) continue;
+    if (measuredInEpoch(b, c)) continue;
     b.queue.push_back(toDecision(c));
   }
+  const Choice full{inc.algo, inc.proto, static_cast<uint8_t>(pairMaxChannels(inc.algo))};
+  if (full.nChannels > inc.nChannels && std::fabs(b.alarmShift) >= std::log(kNewState) && !measuredInEpoch(b, full) &&
+      std::find(b.queue.begin(), b.queue.end(), toDecision(full)) == b.queue.end())
+    b.queue.push_back(toDecision(full));
+}
+
+bool CommPolicy::measuredInEpoch(const Bucket& b, Choice c) const {
+  auto it = b.est.find(c);
+  return it != b.est.end() && it->second.epoch == b.epoch && it->second.n > 0;
 }
 
 // A remembered state is recognised by the incumbent's time alone, which a change that the incumbent barely
@@ -537,7 +604,7 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
     kind = (b.former && *b.ran == *b.former) ? AdaptKind::Recover
            : b.incumbent.keepsNccl()         ? AdaptKind::Revert
                                              : AdaptKind::Commit;
-    b.former = startRan;
+    if (!b.resumed) b.former = startRan;  // a cut episode's going on keeps the choice before the change
   }
   // The heal check (healDue): armed by a slowdown's switch, backed off by a check that kept the workaround,
   // ended by any other switch.
@@ -545,7 +612,7 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   if (b.healing && kind == AdaptKind::Hold && b.heal) {
     b.heal->gap = std::min(b.heal->gap * 2, kHealMaxGap);
     b.heal->at = index + b.heal->gap;
-  } else if (episode && *b.ran != startRan) {
+  } else if (episode && *b.ran != startRan && !b.resumed) {
     if (b.alarmShift > 0 && !b.healing)
       b.heal = Heal{startRan, index + kHealFirstGap, kHealFirstGap, index};
     else
@@ -567,9 +634,10 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   double beforeLog = episode ? b.beforeLog : startLog;
   const double afterLog = b.est[*b.ran].logUs;
   if (!b.quick) {
-    Memory m{{}, *b.ran, index};
+    Memory m{{}, *b.ran, index, 0, b.epoch};
     for (const auto& [c, s] : b.est)
       if (s.epoch == b.epoch && s.n > 0) m.times[c] = s.logUs;
+    if (!b.memory.empty() && b.memory.back().epoch == b.epoch) b.memory.pop_back();  // a cut episode, gone on
     b.memory.push_back(std::move(m));
     if (b.memory.size() > kMemory) b.memory.erase(b.memory.begin());
   }
@@ -625,6 +693,7 @@ void CommPolicy::finishEpisode(Bucket& b, uint64_t index, uint64_t boundary) {
   if (b.healing && kind != AdaptKind::Hold && healBefore)
     reason += "; the slowdown of verdict " + std::to_string(healBefore->since) + " has ended";
   b.healing = false;
+  b.resumed = false;
   if (b.notState > 0)
     reason += "; not the state of verdict " + std::to_string(b.notState) + " after all: its re-measured choice disagreed";
   if (cause) reason += "; " + cause->text;
@@ -672,11 +741,18 @@ bool CommPolicy::advance(Bucket& b, uint64_t index, uint64_t boundary) {
     }
     case Phase::Steady:
       if (b.shift == Shift::None) {
+        if (resumeDue(b, index)) {
+          // Twice a probe's cost at the incumbent's time: a search that goes on for one probe only would
+          // be cut again at once.
+          if (!budgetAllows(2 * probeCostUs(b, b.incumbent, probeLength(b, 0))) || !resumeEpisode(b)) return false;
+          break;
+        }
         if (!healDue(b, index) || !budgetAllows(probeCostUs(b, toDecision(b.heal->from), probeLength(b, 0))))
           return false;
         startHealCheck(b, index);
         break;
       }
+      b.cut.reset();  // a new state: what the cut episode measured no longer holds
       // Token bucket: episodes earn exploration time at exploreShare of the measured time, with a credit of
       // one episode's worth so that an early fault is not left alone (calibration draws on the same budget).
       // Deferred when the budget cannot pay for even one probe at the incumbent's time on the shortest
@@ -958,12 +1034,16 @@ PolicyStep CommPolicy::decide(uint64_t index, uint64_t boundary, uint64_t spacin
     if (probeLength(*b, normal) > probeLen) continue;
     // Every probe is checked against the budget at its predicted cost on this interval. Out of budget, a
     // calibration waits for the budget to grow (NCCL's choice runs meanwhile: it costs nothing to wait), and
-    // an episode decides on what it has measured (a fault does not wait).
+    // an episode decides on what it has measured (a fault does not wait) and goes on later (resumeDue).
     if (budgetAllows(probeCostUs(*b, b->queue.front(), probeLen))) {
       probing.insert(b);
       continue;
     }
     if (!b->calibrated) continue;
+    if (!b->quick && !b->healing && b->startRan) {
+      if (!b->cut || b->cut->epoch != b->epoch) b->cut = Cut{b->epoch, index + kResumeWithin, *b->startRan, {}, 0};
+      b->cut->queue = std::move(b->queue);
+    }
     b->queue.clear();
     if (b->pending.empty()) finishEpisode(*b, index, boundary);
   }

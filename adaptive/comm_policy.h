@@ -79,12 +79,21 @@ class CommPolicy {
     Choice best;
     uint64_t index = 0;
     uint64_t confirmedAt = 0;  // the verdict a second witness last confirmed this state at (0: never)
+    uint64_t epoch = 0;
   };
   // The choice a slowdown's switch replaced, re-measured from verdict `at` on (healDue); `since`: the
   // episode that switched.
   struct Heal {
     Choice from;
     uint64_t at = 0, gap = 0, since = 0;
+  };
+  // An episode the budget ended before its search did (its winner so far is in force): it goes on, in
+  // the same epoch, once the budget has grown back, unless the state changes first or `until` passes.
+  struct Cut {
+    uint64_t epoch = 0, until = 0;
+    Choice from;                 // what ran when the episode began
+    std::deque<Decision> queue;  // its candidates left unmeasured
+    int resumes = 0;             // times it went on
   };
   struct Bucket {
     int coll = -1, bucket = 0;
@@ -138,6 +147,8 @@ class CommPolicy {
     uint64_t notState = 0;
     std::optional<Heal> heal;
     bool healing = false;  // this episode is a heal check
+    std::optional<Cut> cut;
+    bool resumed = false;  // this episode is a cut one going on
     Decision startDecision;            // the incumbent when the episode (or calibration) began
     std::optional<Choice> startRan;    // and what it ran
     std::vector<Memory> memory;       // finished episodes, newest last
@@ -166,7 +177,10 @@ class CommPolicy {
   void beginEpisode(Bucket& b, double before, double now);
   bool healDue(const Bucket& b, uint64_t index) const;
   void startHealCheck(Bucket& b, uint64_t index);
+  bool resumeDue(const Bucket& b, uint64_t index) const;
+  bool resumeEpisode(Bucket& b);
   void queueReprobes(Bucket& b, Choice inc, double now);
+  bool measuredInEpoch(const Bucket& b, Choice c) const;
   void checkWitness(Bucket& b, uint64_t index);
   void finishEpisode(Bucket& b, uint64_t index, uint64_t boundary);
   bool needsConfirmation(Bucket& b);

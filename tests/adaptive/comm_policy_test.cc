@@ -1335,5 +1335,104 @@ TEST(CommPolicy, AWorkaroundIsDroppedWhenItsFaultEndsUnseen) {
   EXPECT_EQ(end.proto, kProtoSimple);
 }
 
+// A workaround on fewer channels, then a new state that more channels share better. One 16 MiB allreduce
+// that NCCL runs as tree/simple/16; times are 2% longer per channel away from 16 unless said otherwise.
+// Healthy: NCCL's tree/simple/16 is best (100 µs; ring/simple/16 110). From verdict 40 a NIC that both cross
+// is slow: the tree at any count and the ring above 11 channels take 2.5x and 2x, the ring on 11 or fewer
+// leaves it out (ring/simple/11 121 µs). From 140 the NIC is healthy and every NIC is contended by other
+// jobs' flows, which more channels outweigh: the ring on n channels takes 180 x 16/n (ring/simple/16 180,
+// /11 262: 2.2x the workaround's time before), the tree 240 at 16. NCCL's tree/simple, the choice in force
+// before the workaround, then measures faster than the workaround, and its channel search comes first
+// unless the workaround's own pair at the full count is measured at the alarm.
+struct WorkaroundThenContention {
+  static constexpr uint64_t kFault = 40, kContention = 140;
+  double operator()(uint64_t v, size_t, Choice c) const {
+    const bool ring = pairOf(c) == std::pair{kAlgoRing, kProtoSimple};
+    const bool tree = pairOf(c) == std::pair{kAlgoTree, kProtoSimple};
+    if (!ring && !tree) return 1000;
+    const int n = std::max<int>(1, c.nChannels);
+    const double off = 1 + 0.02 * std::abs(n - 16);
+    if (v >= kContention) return ring ? 180.0 * 16 / n : 240 * off;
+    const double t = (ring ? 110 : 100) * off;
+    if (v < kFault) return t;
+    return tree ? 2.5 * t : n > 11 ? 2 * t : t;
+  }
+};
+
+TEST(CommPolicy, AWorkaroundsOwnPairAtTheFullCountIsMeasuredWhenTheStateChanges) {
+  Traffic t = trafficNic();
+  t.nccl = ch(kAlgoTree, kProtoSimple, kNcclChannels);
+  t.costs = {{{kAlgoTree, kProtoSimple}, 100}, {{kAlgoRing, kProtoSimple}, 110}};
+  Sim r({t}, WorkaroundThenContention{});
+  r.until(WorkaroundThenContention::kFault);
+  ASSERT_TRUE(r.incumbent(t.bucket())->keepsNccl()) << "the premise: NCCL's choice is the healthy best";
+  r.until(WorkaroundThenContention::kContention);
+  const Decision workaround = *r.incumbent(t.bucket());
+  ASSERT_EQ(pairOf(ch(workaround.algo, workaround.proto, 0)), (std::pair{kAlgoRing, kProtoSimple}));
+  ASSERT_LT(workaround.nChannels, 12) << "the premise: fewer channels leave the slow NIC out";
+  r.until(WorkaroundThenContention::kContention + 60);
+  auto alarms = r.adapt("alarm", WorkaroundThenContention::kContention);
+  ASSERT_FALSE(alarms.empty());
+  const uint64_t alarmAt = alarms[0]["index"].get<uint64_t>();
+  // The alarm's pairs stage measures the ring at 16 channels (after the tree's two remembered counts),
+  // and it is adopted on that measurement.
+  std::vector<Choice> probed;
+  for (uint64_t v = alarmAt; v < r.cluster.history.size() && probed.size() < 3; ++v)
+    if (!r.cluster.history[v].step.probes.empty()) probed.push_back(r.runs(v, 0));
+  EXPECT_NE(std::find(probed.begin(), probed.end(), ch(kAlgoRing, kProtoSimple, 16)), probed.end());
+  std::optional<uint64_t> adoptedAt;
+  for (const json& e : r.adapt("", alarmAt))
+    if (!adoptedAt && e["to"] == "ring/simple/16") adoptedAt = e["index"].get<uint64_t>();
+  ASSERT_TRUE(adoptedAt.has_value());
+  EXPECT_LE(*adoptedAt, alarmAt + kLag + 4);
+  EXPECT_EQ(*r.incumbent(t.bucket()), toDecision(ch(kAlgoRing, kProtoSimple, 16)));
+}
+
+// A fault that makes every probe costly, so that the budget ends the search early. NicScenario's wiring
+// (channel c on NIC c mod 8, ring/simple only) with NIC 7 at a twentieth of its speed from verdict 100:
+// 16 channels take 2,440 µs (24x the healthy 100), 12 take 1,640, 15 take 1,320, 8 take 2,440; 7 or fewer
+// leave NIC 7 out (7: 177 µs, the best). Without slow-channel summaries the search is the grid and its
+// brackets.
+struct SevereNicScenario {
+  uint64_t faultAt = 100;
+  double operator()(uint64_t v, size_t, Choice c) const {
+    if (pairOf(c) != std::pair{kAlgoRing, kProtoSimple}) return 5000;
+    const int n = std::max<int>(1, c.nChannels);
+    const double share = 60.0 * 16 / n;
+    return 40 + (v >= faultAt && n > 7 ? share * (n > 15 ? 2 : 1) * 20 : share);
+  }
+};
+
+TEST(CommPolicy, AnEpisodeTheBudgetCutGoesOnOnceTheBudgetAllows) {
+  PolicyParams p;
+  p.exploreShare = 0.004;  // a budget one probe of the slow state overdraws
+  SevereNicScenario truth;
+  Sim r({trafficNic()}, truth, p);
+  r.until(truth.faultAt);
+  ASSERT_TRUE(r.incumbent(trafficNic().bucket())->keepsNccl()) << "the premise: ring/simple/16 is best when healthy";
+  r.until(400);
+  auto alarms = r.adapt("alarm", truth.faultAt);
+  ASSERT_EQ(alarms.size(), 1u) << "the premise: one change, and nothing after it but the search";
+  // The premise: the alarm's episode ends at once, cut by the budget before its first probe.
+  auto ends = r.adapt("hold", truth.faultAt);
+  ASSERT_FALSE(ends.empty());
+  EXPECT_EQ(ends[0]["index"], alarms[0]["index"]) << ends[0].dump();
+  EXPECT_EQ(ends[0]["candidates"].size(), 1u) << ends[0].dump();
+  // It goes on in the same state once the budget has grown (no second alarm), and 12 channels, a third
+  // faster than 16, are found; then it stops (a search that found nothing goes on once at most).
+  std::vector<json> commits;
+  for (const json& e : r.adapt("commit", truth.faultAt))
+    if (!e.value("provisional", false)) commits.push_back(e);
+  ASSERT_EQ(commits.size(), 1u);
+  EXPECT_LE(commits[0]["index"].get<uint64_t>(), alarms[0]["index"].get<uint64_t>() + 32) << commits[0].dump();
+  const Decision end = *r.incumbent(trafficNic().bucket());
+  EXPECT_LE(truth(400, 0, FakeCluster::resolve(end, trafficNic().nccl)), 0.7 * truth(400, 0, trafficNic().nccl));
+  EXPECT_LE(r.adapt("", truth.faultAt).size(), 5u);
+  // Within the budget all along: exploreShare of the measured time plus the 192-collective credit, and the
+  // probes in flight past the check.
+  const double unit = r.cluster.reportedUs / static_cast<double>(r.cluster.reportedTotal);
+  EXPECT_LE(r.policy.exploredUs(), p.exploreShare * r.cluster.reportedUs + 192 * unit + 2 * 2 * 8 * r.cluster.maxCollUs);
+}
+
 }  // namespace
 }  // namespace wirewise::adapt
